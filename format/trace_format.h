@@ -1,0 +1,99 @@
+// The growtrace trace format: constants shared by the writer (preload library) and the
+// reader (analyzer). The full description lives in docs/trace-format.md; keep the two in step.
+//
+// Layout of a trace file:
+//   FileHeader                       16 bytes, uncompressed
+//   Block*                           each: BlockHeader + payload (raw or one zstd frame)
+// A block's decoded payload is a sequence of whole records:
+//   u8 kind | varint payload_length | payload
+// Every record is length-prefixed so a reader can skip kinds it does not know.
+#pragma once
+
+#include <cstdint>
+
+namespace growtrace::format {
+
+inline constexpr char kMagic[8] = {'G', 'R', 'O', 'W', 'T', 'R', 'C', '\n'};
+// Version history: 1 = first published format.
+inline constexpr uint32_t kVersion = 1;
+
+struct FileHeader {
+    char magic[8];
+    uint32_t version;   // little endian
+    uint32_t flags;     // reserved, 0
+};
+static_assert(sizeof(FileHeader) == 16);
+
+inline constexpr uint32_t kBlockMagic = 0x4b425447;  // "GTBK" little endian
+
+enum class Codec : uint8_t { Raw = 0, Zstd = 1 };
+
+struct BlockHeader {
+    uint32_t magic;        // kBlockMagic
+    uint8_t codec;         // Codec
+    uint8_t reserved[3];
+    uint32_t stored_size;  // bytes of payload that follow in the file
+    uint32_t raw_size;     // bytes of records after decoding
+};
+static_assert(sizeof(BlockHeader) == 16);
+
+// Upper bound a reader accepts for one block, so a corrupt size cannot make it allocate
+// without limit.
+inline constexpr uint32_t kMaxBlockSize = 64u << 20;
+
+// Record kinds. Values are never reused; new kinds are only ever added.
+// "varint" = unsigned LEB128; "svarint" = zigzag-encoded signed LEB128;
+// "string" = varint length + bytes (no terminator).
+enum class RecordKind : uint8_t {
+    // Process identity, first record of every trace.
+    //   varint pid, varint ppid, varint start_ticks, varint start_monotonic_ns,
+    //   varint start_realtime_ns, string exe, string cmdline (arguments joined by '\0'),
+    //   string parent_trace (empty unless this trace was started by fork or exec)
+    Process = 0x01,
+    // A loaded object.  varint base (load bias), string path, string build_id (raw bytes),
+    //   varint segment_count, then per executable PT_LOAD segment: varint start, varint size
+    //   (absolute addresses in the traced process).
+    Module = 0x02,
+    // Module list changed (dlclose). varint ticks. The modules that follow replace the set.
+    ModulesReset = 0x03,
+    // Following event records belong to this thread.   varint tid, varint base_ticks
+    // Event ticks are deltas from the previous event of the same run (starting at base_ticks);
+    // event addresses are zigzag deltas from the previous address of the same run (from 0).
+    Thread = 0x04,
+    // Stack tree node. varint id, varint parent_id (0 = root), varint ip.
+    // A native ip is a return address (the analyzer looks up ip - 1) except for the innermost
+    // frame; a Python frame has ip = PyFrame id (see PyFrame) with the tag bit kPythonFrameTag.
+    StackNode = 0x05,
+    // A Python source location used in stacks. varint id, string file, string function,
+    //   varint line.
+    PyFrame = 0x06,
+    // Thread name.  varint tid, string name
+    ThreadName = 0x07,
+
+    // Allocation. svarint dticks, varint size, svarint daddr, varint stack_id
+    Alloc = 0x10,
+    // Free. svarint dticks, svarint daddr
+    Free = 0x11,
+
+    // Periodic time mark from the tracer's writer thread.
+    //   varint ticks, varint monotonic_ns, varint rss_bytes
+    TimeMark = 0x20,
+    // Normal end of trace. varint ticks, varint monotonic_ns
+    End = 0x21,
+    // This process forked; the child traces to its own file.  varint child_pid, string path
+    Fork = 0x22,
+    // This process is about to exec; the new image traces to its own file. string path
+    Exec = 0x23,
+    // The tracer stopped or lost data.  varint ticks, string message
+    TracerError = 0x24,
+
+    // CPython records (0x30..0x3f) are described in docs/trace-format.md.
+    CacheCreate = 0x30,
+    CacheInsert = 0x31,
+    TypeCreate = 0x32,
+    CacheSize = 0x33,
+};
+
+inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;
+
+}  // namespace growtrace::format

@@ -1,0 +1,221 @@
+#include "analyzer/record_decoder.h"
+
+#include <fmt/format.h>
+
+#include "analyzer/trace_error.h"
+
+namespace growtrace {
+
+namespace {
+
+using format::Cursor;
+using format::RecordKind;
+
+[[noreturn]] void malformed(const RawRecord& rec, const char* what) {
+    throw TraceError(fmt::format("corrupt trace: {}: {}", describe_position(rec), what));
+}
+
+uint64_t get_varint(const RawRecord& rec, Cursor& c) {
+    uint64_t v;
+    if (!c.varint(v)) malformed(rec, "payload too short or malformed varint");
+    return v;
+}
+
+int64_t get_svarint(const RawRecord& rec, Cursor& c) {
+    int64_t v;
+    if (!c.svarint(v)) malformed(rec, "payload too short or malformed varint");
+    return v;
+}
+
+std::string get_string(const RawRecord& rec, Cursor& c) {
+    const uint8_t* data;
+    size_t size;
+    if (!c.bytes(data, size)) malformed(rec, "string runs past the end of the record");
+    return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+std::vector<std::string> split_cmdline(const std::string& joined) {
+    std::vector<std::string> argv;
+    if (joined.empty()) return argv;
+    size_t start = 0;
+    while (true) {
+        size_t end = joined.find('\0', start);
+        if (end == std::string::npos) {
+            argv.push_back(joined.substr(start));
+            break;
+        }
+        argv.push_back(joined.substr(start, end - start));
+        start = end + 1;
+        if (start == joined.size()) break;  // tolerate a trailing terminator
+    }
+    return argv;
+}
+
+}  // namespace
+
+void RecordDecoder::require_thread(const RawRecord& rec) const {
+    if (!in_run_) malformed(rec, "event before any Thread record");
+}
+
+void RecordDecoder::decode_alloc(const RawRecord& rec, Cursor& c) {
+    require_thread(rec);
+    AllocEvent e;
+    e.tid = tid_;
+    // Unsigned wrap-around arithmetic: a corrupt delta gives a strange value, never UB.
+    ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+    e.ticks = ticks_;
+    e.size = get_varint(rec, c);
+    addr_ += static_cast<uint64_t>(get_svarint(rec, c));
+    e.addr = addr_;
+    e.stack_id = get_varint(rec, c);
+    visitor_.on_alloc(e);
+}
+
+void RecordDecoder::decode_free(const RawRecord& rec, Cursor& c) {
+    require_thread(rec);
+    FreeEvent e;
+    e.tid = tid_;
+    ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+    e.ticks = ticks_;
+    addr_ += static_cast<uint64_t>(get_svarint(rec, c));
+    e.addr = addr_;
+    visitor_.on_free(e);
+}
+
+void RecordDecoder::decode(const RawRecord& rec) {
+    visitor_.on_record(rec);
+    Cursor c(rec.data, rec.data + rec.size);
+    switch (static_cast<RecordKind>(rec.kind)) {
+        case RecordKind::Process: {
+            ProcessRecord r;
+            r.pid = get_varint(rec, c);
+            r.ppid = get_varint(rec, c);
+            r.start_ticks = get_varint(rec, c);
+            r.start_monotonic_ns = get_varint(rec, c);
+            r.start_realtime_ns = get_varint(rec, c);
+            r.exe = get_string(rec, c);
+            r.argv = split_cmdline(get_string(rec, c));
+            r.parent_trace = get_string(rec, c);
+            visitor_.on_process(r);
+            return;
+        }
+        case RecordKind::Module: {
+            ModuleRecord r;
+            r.base = get_varint(rec, c);
+            r.path = get_string(rec, c);
+            r.build_id = get_string(rec, c);
+            const uint64_t n = get_varint(rec, c);
+            // Each segment takes at least two bytes, so a count larger than that is corrupt;
+            // checking first keeps a bogus count from reserving memory.
+            if (n > c.remaining() / 2) malformed(rec, "segment count exceeds record size");
+            r.segments.reserve(static_cast<size_t>(n));
+            for (uint64_t i = 0; i < n; ++i) {
+                Segment s;
+                s.start = get_varint(rec, c);
+                s.size = get_varint(rec, c);
+                r.segments.push_back(s);
+            }
+            visitor_.on_module(r);
+            return;
+        }
+        case RecordKind::ModulesReset:
+            visitor_.on_modules_reset(ModulesResetRecord{get_varint(rec, c)});
+            return;
+        case RecordKind::Thread: {
+            ThreadRecord r;
+            r.tid = get_varint(rec, c);
+            r.base_ticks = get_varint(rec, c);
+            in_run_ = true;
+            tid_ = r.tid;
+            ticks_ = r.base_ticks;
+            addr_ = 0;
+            visitor_.on_thread(r);
+            return;
+        }
+        case RecordKind::StackNode: {
+            StackNodeRecord r;
+            r.id = get_varint(rec, c);
+            r.parent = get_varint(rec, c);
+            r.ip = get_varint(rec, c);
+            visitor_.on_stack_node(r);
+            return;
+        }
+        case RecordKind::PyFrame: {
+            PyFrameRecord r;
+            r.id = get_varint(rec, c);
+            r.file = get_string(rec, c);
+            r.function = get_string(rec, c);
+            r.line = get_varint(rec, c);
+            visitor_.on_py_frame(r);
+            return;
+        }
+        case RecordKind::ThreadName: {
+            ThreadNameRecord r;
+            r.tid = get_varint(rec, c);
+            r.name = get_string(rec, c);
+            visitor_.on_thread_name(r);
+            return;
+        }
+        case RecordKind::Alloc: decode_alloc(rec, c); return;
+        case RecordKind::Free: decode_free(rec, c); return;
+        case RecordKind::TimeMark: {
+            TimeMarkRecord r;
+            r.ticks = get_varint(rec, c);
+            r.monotonic_ns = get_varint(rec, c);
+            r.rss_bytes = get_varint(rec, c);
+            visitor_.on_time_mark(r);
+            return;
+        }
+        case RecordKind::End: {
+            EndRecord r;
+            r.ticks = get_varint(rec, c);
+            r.monotonic_ns = get_varint(rec, c);
+            saw_end_ = true;
+            visitor_.on_end(r);
+            return;
+        }
+        case RecordKind::Fork: {
+            ForkRecord r;
+            r.child_pid = get_varint(rec, c);
+            r.path = get_string(rec, c);
+            visitor_.on_fork(r);
+            return;
+        }
+        case RecordKind::Exec:
+            visitor_.on_exec(ExecRecord{get_string(rec, c)});
+            return;
+        case RecordKind::TracerError: {
+            TracerErrorRecord r;
+            r.ticks = get_varint(rec, c);
+            r.message = get_string(rec, c);
+            visitor_.on_tracer_error(r);
+            return;
+        }
+        // CPython records: layouts not specified yet. Add a decode_* function and a visitor
+        // callback per kind here when they are.
+        case RecordKind::CacheCreate:
+        case RecordKind::CacheInsert:
+        case RecordKind::TypeCreate:
+        case RecordKind::CacheSize:
+            break;
+    }
+    visitor_.on_unknown(rec);
+}
+
+ReadSummary read_trace(const std::string& path, RecordVisitor& visitor) {
+    TraceReader reader(path);
+    RecordDecoder decoder(visitor);
+    ReadSummary summary;
+    summary.version = reader.version();
+    summary.file_size = reader.file_size();
+    RawRecord rec;
+    while (reader.next(rec)) {
+        decoder.decode(rec);
+        ++summary.records;
+    }
+    summary.blocks = reader.blocks_read();
+    summary.ended_cleanly = decoder.saw_end();
+    return summary;
+}
+
+}  // namespace growtrace

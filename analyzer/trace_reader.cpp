@@ -1,0 +1,179 @@
+#include "analyzer/trace_reader.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <zstd.h>
+
+#include "analyzer/trace_error.h"
+
+namespace growtrace {
+
+namespace {
+
+uint32_t load_u32_le(const uint8_t* p) {
+    return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+}  // namespace
+
+std::string record_kind_name(uint8_t kind) {
+    using K = format::RecordKind;
+    switch (static_cast<K>(kind)) {
+        case K::Process: return "Process";
+        case K::Module: return "Module";
+        case K::ModulesReset: return "ModulesReset";
+        case K::Thread: return "Thread";
+        case K::StackNode: return "StackNode";
+        case K::PyFrame: return "PyFrame";
+        case K::ThreadName: return "ThreadName";
+        case K::Alloc: return "Alloc";
+        case K::Free: return "Free";
+        case K::TimeMark: return "TimeMark";
+        case K::End: return "End";
+        case K::Fork: return "Fork";
+        case K::Exec: return "Exec";
+        case K::TracerError: return "TracerError";
+        case K::CacheCreate: return "CacheCreate";
+        case K::CacheInsert: return "CacheInsert";
+        case K::TypeCreate: return "TypeCreate";
+        case K::CacheSize: return "CacheSize";
+    }
+    return fmt::format("kind 0x{:02x}", kind);
+}
+
+std::string describe_position(const RawRecord& rec) {
+    return fmt::format("block {} at offset {}, record {} at payload offset {}", rec.block_index,
+                       rec.block_offset, record_kind_name(rec.kind), rec.record_offset);
+}
+
+TraceReader::TraceReader(const std::string& path) : path_(path) {
+    file_ = std::fopen(path.c_str(), "rb");
+    if (!file_) throw TraceError(fmt::format("cannot open trace {}: {}", path, std::strerror(errno)));
+    struct stat st {};
+    if (fstat(fileno(file_), &st) != 0 || !S_ISREG(st.st_mode)) {
+        std::fclose(file_);
+        file_ = nullptr;
+        throw TraceError(fmt::format("cannot read trace {}: not a regular file", path));
+    }
+    file_size_ = static_cast<uint64_t>(st.st_size);
+    if (file_size_ == 0) {
+        std::fclose(file_);
+        file_ = nullptr;
+        throw TraceError(fmt::format("trace {} is empty (0 bytes): the traced process wrote nothing", path));
+    }
+
+    uint8_t header[sizeof(format::FileHeader)];
+    try {
+        if (file_size_ < sizeof(header))
+            throw TraceError(fmt::format("truncated trace: file header needs {} bytes, file has {}",
+                                         sizeof(header), file_size_));
+        read_exact(header, sizeof(header));
+        if (std::memcmp(header, format::kMagic, sizeof(format::kMagic)) != 0)
+            throw TraceError(fmt::format("{} is not a growtrace trace (bad magic at offset 0)", path));
+        version_ = load_u32_le(header + 8);
+        if (version_ == 0)
+            throw TraceError("invalid trace format version 0 at offset 8");
+        if (version_ > format::kVersion)
+            throw TraceError(fmt::format("trace format version {} is newer than this analyzer supports (max {})",
+                                         version_, format::kVersion));
+    } catch (...) {
+        std::fclose(file_);
+        file_ = nullptr;
+        throw;
+    }
+}
+
+TraceReader::~TraceReader() {
+    if (file_) std::fclose(file_);
+}
+
+void TraceReader::read_exact(void* dst, size_t n) {
+    if (n == 0) return;
+    if (std::fread(dst, 1, n, file_) != n)
+        throw TraceError(fmt::format("I/O error reading {} at offset {}", path_, pos_));
+    pos_ += n;
+}
+
+void TraceReader::fail_block(const std::string& what) const {
+    throw TraceError(fmt::format("corrupt trace: block {} at offset {}: {}", block_.index, block_.offset, what));
+}
+
+// Reads and decodes the next block into raw_. Returns false at a clean end of file.
+bool TraceReader::load_next_block() {
+    if (pos_ == file_size_) return false;
+    block_ = BlockInfo{};
+    block_.index = blocks_read_;
+    block_.offset = pos_;
+    const uint64_t left = file_size_ - pos_;
+    if (left < sizeof(format::BlockHeader))
+        throw TraceError(fmt::format("truncated trace: block {} at offset {} needs {} bytes of header, file ends after {}",
+                                     block_.index, block_.offset, sizeof(format::BlockHeader), left));
+    uint8_t h[sizeof(format::BlockHeader)];
+    read_exact(h, sizeof(h));
+    const uint32_t magic = load_u32_le(h);
+    block_.codec = h[4];
+    block_.stored_size = load_u32_le(h + 8);
+    block_.raw_size = load_u32_le(h + 12);
+    if (magic != format::kBlockMagic) fail_block(fmt::format("bad block magic 0x{:08x}", magic));
+    if (block_.stored_size > format::kMaxBlockSize || block_.raw_size > format::kMaxBlockSize)
+        fail_block(fmt::format("block sizes stored={} raw={} exceed the maximum {}", block_.stored_size,
+                               block_.raw_size, format::kMaxBlockSize));
+    const uint64_t payload_left = file_size_ - pos_;
+    if (block_.stored_size > payload_left)
+        throw TraceError(fmt::format("truncated trace: block {} at offset {} needs {} bytes, file ends after {}",
+                                     block_.index, block_.offset, block_.stored_size, payload_left));
+
+    switch (static_cast<format::Codec>(block_.codec)) {
+        case format::Codec::Raw:
+            if (block_.stored_size != block_.raw_size)
+                fail_block(fmt::format("raw block stores {} bytes but declares {} decoded bytes",
+                                       block_.stored_size, block_.raw_size));
+            raw_.resize(block_.raw_size);
+            read_exact(raw_.data(), raw_.size());
+            break;
+        case format::Codec::Zstd: {
+            stored_.resize(block_.stored_size);
+            read_exact(stored_.data(), stored_.size());
+            raw_.resize(block_.raw_size);
+            // Decompress into exactly raw_size bytes: a frame that decodes to more is an error
+            // from zstd ("destination buffer too small"), one that decodes to less is caught below.
+            const size_t n = ZSTD_decompress(raw_.data(), raw_.size(), stored_.data(), stored_.size());
+            if (ZSTD_isError(n)) fail_block(fmt::format("zstd error: {}", ZSTD_getErrorName(n)));
+            if (n != block_.raw_size)
+                fail_block(fmt::format("decodes to {} bytes, header says {}", n, block_.raw_size));
+            break;
+        }
+        default:
+            fail_block(fmt::format("unknown codec {}", block_.codec));
+    }
+    ++blocks_read_;
+    cursor_ = format::Cursor(raw_.data(), raw_.data() + raw_.size());
+    return true;
+}
+
+bool TraceReader::next(RawRecord& out) {
+    first_in_block_ = false;
+    while (cursor_.at_end()) {
+        if (!load_next_block()) return false;
+        first_in_block_ = true;
+    }
+    out = RawRecord{};
+    out.block_index = block_.index;
+    out.block_offset = block_.offset;
+    out.record_offset = cursor_.offset();
+    uint64_t len = 0;
+    if (!cursor_.byte(out.kind) || !cursor_.varint(len))
+        fail_block(fmt::format("record at payload offset {}: malformed record header", out.record_offset));
+    if (len > cursor_.remaining())
+        fail_block(fmt::format("record {} at payload offset {}: length {} runs past the block end ({} bytes left)",
+                               record_kind_name(out.kind), out.record_offset, len, cursor_.remaining()));
+    out.data = cursor_.position();
+    out.size = static_cast<size_t>(len);
+    cursor_.skip(out.size);
+    return true;
+}
+
+}  // namespace growtrace

@@ -1,0 +1,272 @@
+// Trace reader: round trip of every record kind, version handling, and every corruption the
+// reader must reject with a message that says where.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analyzer/record_decoder.h"
+#include "analyzer/trace_error.h"
+#include "trace_builder.h"
+
+namespace growtrace {
+namespace {
+
+using testing::TraceBuilder;
+using testing::temp_trace_path;
+using testing::write_file;
+
+struct Collector : RecordVisitor {
+    std::vector<ProcessRecord> processes;
+    std::vector<ModuleRecord> modules;
+    std::vector<ModulesResetRecord> resets;
+    std::vector<ThreadRecord> threads;
+    std::vector<StackNodeRecord> nodes;
+    std::vector<PyFrameRecord> py_frames;
+    std::vector<ThreadNameRecord> names;
+    std::vector<AllocEvent> allocs;
+    std::vector<FreeEvent> frees;
+    std::vector<TimeMarkRecord> marks;
+    std::vector<EndRecord> ends;
+    std::vector<ForkRecord> forks;
+    std::vector<ExecRecord> execs;
+    std::vector<TracerErrorRecord> errors;
+    std::vector<uint8_t> unknown_kinds;
+
+    void on_process(const ProcessRecord& r) override { processes.push_back(r); }
+    void on_module(const ModuleRecord& r) override { modules.push_back(r); }
+    void on_modules_reset(const ModulesResetRecord& r) override { resets.push_back(r); }
+    void on_thread(const ThreadRecord& r) override { threads.push_back(r); }
+    void on_stack_node(const StackNodeRecord& r) override { nodes.push_back(r); }
+    void on_py_frame(const PyFrameRecord& r) override { py_frames.push_back(r); }
+    void on_thread_name(const ThreadNameRecord& r) override { names.push_back(r); }
+    void on_alloc(const AllocEvent& e) override { allocs.push_back(e); }
+    void on_free(const FreeEvent& e) override { frees.push_back(e); }
+    void on_time_mark(const TimeMarkRecord& r) override { marks.push_back(r); }
+    void on_end(const EndRecord& r) override { ends.push_back(r); }
+    void on_fork(const ForkRecord& r) override { forks.push_back(r); }
+    void on_exec(const ExecRecord& r) override { execs.push_back(r); }
+    void on_tracer_error(const TracerErrorRecord& r) override { errors.push_back(r); }
+    void on_unknown(const RawRecord& r) override { unknown_kinds.push_back(r.kind); }
+};
+
+std::string read_error(const std::string& path) {
+    Collector c;
+    try {
+        read_trace(path, c);
+    } catch (const TraceError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::string read_error(const std::vector<uint8_t>& bytes, const std::string& name) {
+    const std::string path = temp_trace_path(name);
+    write_file(path, bytes);
+    return read_error(path);
+}
+
+TraceBuilder every_kind() {
+    TraceBuilder b;
+    b.process(4242, 1000, 5000, "/usr/bin/app", std::string("app\0--flag", 10));
+    b.module(0x400000, "/usr/bin/app", "\x01\x02", {{0x401000, 0x2000}, {0x500000, 0x100}});
+    b.stack_node(1, 0, 0x401234).stack_node(2, 1, format::kPythonFrameTag | 7);
+    b.py_frame(7, "app.py", "handler", 42);
+    b.thread_name(11, "worker");
+    b.thread(11, 2000).alloc(2010, 64, 0x10000, 2).free(2005, 0xfff0).alloc(2020, 8, 0x20000, 1);
+    b.end_block(format::Codec::Zstd);
+    b.modules_reset(2100).module(0x7f0000, "/lib/x.so", "", {});
+    b.time_mark(2200, 6000, 1 << 20);
+    b.fork(4243, "/tmp/t.4243.gtrace").exec("/tmp/t.exec1.gtrace").tracer_error(2300, "lost 3 events");
+    b.end(2400, 7000);
+    return b;
+}
+
+TEST(AnalyzerReader, RoundTripsEveryRecordKind) {
+    for (auto codec : {format::Codec::Raw, format::Codec::Zstd}) {
+        const std::string path = temp_trace_path("roundtrip");
+        every_kind().write(path, format::kVersion, codec);
+        Collector c;
+        ReadSummary s = read_trace(path, c);
+        EXPECT_TRUE(s.ended_cleanly);
+        EXPECT_EQ(s.version, format::kVersion);
+        EXPECT_EQ(s.blocks, 2u);
+        ASSERT_EQ(c.processes.size(), 1u);
+        EXPECT_EQ(c.processes[0].pid, 4242u);
+        EXPECT_EQ(c.processes[0].start_ticks, 1000u);
+        EXPECT_EQ(c.processes[0].start_monotonic_ns, 5000u);
+        EXPECT_EQ(c.processes[0].exe, "/usr/bin/app");
+        EXPECT_EQ(c.processes[0].argv, (std::vector<std::string>{"app", "--flag"}));
+        ASSERT_EQ(c.modules.size(), 2u);
+        EXPECT_EQ(c.modules[0].base, 0x400000u);
+        EXPECT_EQ(c.modules[0].build_id, "\x01\x02");
+        ASSERT_EQ(c.modules[0].segments.size(), 2u);
+        EXPECT_EQ(c.modules[0].segments[1].start, 0x500000u);
+        EXPECT_EQ(c.modules[0].segments[1].size, 0x100u);
+        EXPECT_EQ(c.modules[1].path, "/lib/x.so");
+        ASSERT_EQ(c.resets.size(), 1u);
+        EXPECT_EQ(c.resets[0].ticks, 2100u);
+        ASSERT_EQ(c.nodes.size(), 2u);
+        EXPECT_EQ(c.nodes[1].ip, format::kPythonFrameTag | 7);
+        EXPECT_EQ(c.nodes[1].parent, 1u);
+        ASSERT_EQ(c.py_frames.size(), 1u);
+        EXPECT_EQ(c.py_frames[0].function, "handler");
+        EXPECT_EQ(c.py_frames[0].line, 42u);
+        ASSERT_EQ(c.names.size(), 1u);
+        EXPECT_EQ(c.names[0].name, "worker");
+        ASSERT_EQ(c.threads.size(), 1u);
+        // Deltas, including a negative tick delta and a negative address delta, are applied.
+        ASSERT_EQ(c.allocs.size(), 2u);
+        EXPECT_EQ(c.allocs[0].ticks, 2010u);
+        EXPECT_EQ(c.allocs[0].addr, 0x10000u);
+        EXPECT_EQ(c.allocs[0].size, 64u);
+        EXPECT_EQ(c.allocs[0].stack_id, 2u);
+        EXPECT_EQ(c.allocs[0].tid, 11u);
+        ASSERT_EQ(c.frees.size(), 1u);
+        EXPECT_EQ(c.frees[0].ticks, 2005u);
+        EXPECT_EQ(c.frees[0].addr, 0xfff0u);
+        EXPECT_EQ(c.allocs[1].ticks, 2020u);
+        EXPECT_EQ(c.allocs[1].addr, 0x20000u);
+        ASSERT_EQ(c.marks.size(), 1u);
+        EXPECT_EQ(c.marks[0].rss_bytes, 1u << 20);
+        ASSERT_EQ(c.forks.size(), 1u);
+        EXPECT_EQ(c.forks[0].child_pid, 4243u);
+        ASSERT_EQ(c.execs.size(), 1u);
+        EXPECT_EQ(c.execs[0].path, "/tmp/t.exec1.gtrace");
+        ASSERT_EQ(c.errors.size(), 1u);
+        EXPECT_EQ(c.errors[0].message, "lost 3 events");
+        ASSERT_EQ(c.ends.size(), 1u);
+        EXPECT_EQ(c.ends[0].monotonic_ns, 7000u);
+        EXPECT_TRUE(c.unknown_kinds.empty());
+    }
+}
+
+TEST(AnalyzerReader, AcceptsVersionOne) {
+    const std::string path = temp_trace_path("v1");
+    every_kind().write(path, 1);
+    Collector c;
+    EXPECT_EQ(read_trace(path, c).version, 1u);
+}
+
+TEST(AnalyzerReader, RejectsNewerVersionWithMessage) {
+    auto bytes = every_kind().bytes(format::kVersion + 1);
+    EXPECT_EQ(read_error(bytes, "newer"),
+              "trace format version " + std::to_string(format::kVersion + 1) +
+                  " is newer than this analyzer supports (max " + std::to_string(format::kVersion) + ")");
+}
+
+TEST(AnalyzerReader, RejectsBadMagic) {
+    auto bytes = every_kind().bytes();
+    bytes[0] = 'X';
+    EXPECT_NE(read_error(bytes, "magic").find("not a growtrace trace"), std::string::npos);
+}
+
+TEST(AnalyzerReader, RejectsZeroLengthAndMissingFiles) {
+    EXPECT_NE(read_error(std::vector<uint8_t>{}, "empty").find("empty (0 bytes)"), std::string::npos);
+    EXPECT_NE(read_error("/nonexistent/dir/x.gtrace").find("cannot open trace"), std::string::npos);
+}
+
+TEST(AnalyzerReader, TruncatedMidBlockNamesOffset) {
+    TraceBuilder b;
+    b.process(1, 0, 0).end_block();
+    const size_t second_block = b.size_so_far();
+    b.thread(1, 0);
+    for (int i = 0; i < 100; ++i) b.alloc(i, 16, 0x1000 + 16 * i, 1);
+    auto bytes = b.bytes();
+    bytes.resize(bytes.size() - 10);
+    const std::string msg = read_error(bytes, "truncated");
+    EXPECT_NE(msg.find("truncated trace: block 1 at offset " + std::to_string(second_block) + " needs"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("file ends after"), std::string::npos) << msg;
+}
+
+TEST(AnalyzerReader, RejectsCorruptZstd) {
+    TraceBuilder b;
+    b.process(1, 0, 0);
+    for (int i = 0; i < 50; ++i) b.thread(1, i).alloc(i, 16, 0x1000, 1);
+    auto bytes = b.bytes(format::kVersion, format::Codec::Zstd);
+    // Damage the compressed frame's middle.
+    for (size_t i = 16 + 16 + 8; i < bytes.size() - 4; i += 3) bytes[i] ^= 0x5a;
+    const std::string msg = read_error(bytes, "zstd");
+    EXPECT_NE(msg.find("corrupt trace: block 0 at offset 16"), std::string::npos) << msg;
+}
+
+TEST(AnalyzerReader, RejectsBlockSizesOverLimitWithoutAllocating) {
+    auto bytes = every_kind().bytes();
+    // Block 0 header starts at 16; stored_size at +8, raw_size at +12.
+    bytes[16 + 11] = 0x7f;
+    EXPECT_NE(read_error(bytes, "huge").find("exceed the maximum"), std::string::npos);
+}
+
+TEST(AnalyzerReader, RejectsRecordRunningPastBlockEnd) {
+    TraceBuilder b;
+    b.process(1, 0, 0);
+    b.raw_record(0x10, {});  // placeholder, replaced below
+    auto bytes = b.bytes();
+    // The last record is "0x10 0x00": make its length 100.
+    bytes.back() = 100;
+    const std::string msg = read_error(bytes, "pastend");
+    EXPECT_NE(msg.find("runs past the block end"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("record Alloc"), std::string::npos) << msg;
+}
+
+TEST(AnalyzerReader, RejectsMalformedPayload) {
+    TraceBuilder b;
+    b.process(1, 0, 0).thread(1, 0).raw_record(0x10, {0x80, 0x80});
+    const std::string msg = read_error(b.bytes(), "malformed");
+    EXPECT_NE(msg.find("record Alloc at payload offset"), std::string::npos) << msg;
+}
+
+TEST(AnalyzerReader, RejectsBadBlockMagic) {
+    auto bytes = every_kind().bytes();
+    bytes[16] ^= 0xff;
+    EXPECT_NE(read_error(bytes, "blockmagic").find("bad block magic"), std::string::npos);
+}
+
+TEST(AnalyzerReader, SkipsUnknownRecordKinds) {
+    TraceBuilder b;
+    b.process(1, 0, 0).raw_record(0x7e, {1, 2, 3, 4}).raw_record(0x30, {9}).thread(1, 0).alloc(5, 10, 0x10, 1);
+    b.end(10, 10);
+    const std::string path = temp_trace_path("unknown");
+    b.write(path);
+    Collector c;
+    read_trace(path, c);
+    EXPECT_EQ(c.unknown_kinds, (std::vector<uint8_t>{0x7e, 0x30}));
+    ASSERT_EQ(c.allocs.size(), 1u);
+    EXPECT_EQ(c.allocs[0].size, 10u);
+}
+
+TEST(AnalyzerReader, FileEndingAtBlockBoundaryWithoutEndIsNotAnError) {
+    TraceBuilder b;
+    b.process(1, 0, 0).thread(1, 0).alloc(5, 10, 0x10, 1).end_block(format::Codec::Zstd);
+    b.thread(1, 6).free(7, 0x10);
+    const std::string path = temp_trace_path("killed");
+    b.write(path);
+    Collector c;
+    ReadSummary s = read_trace(path, c);
+    EXPECT_FALSE(s.ended_cleanly);
+    EXPECT_EQ(c.allocs.size(), 1u);
+    EXPECT_EQ(c.frees.size(), 1u);
+}
+
+TEST(AnalyzerReader, NeverCrashesOnByteFlips) {
+    // Every single-byte corruption either reads or throws TraceError; nothing else.
+    auto good = every_kind().bytes(format::kVersion, format::Codec::Raw);
+    for (size_t i = 0; i < good.size(); ++i) {
+        for (uint8_t flip : {0x01, 0x80, 0xff}) {
+            auto bytes = good;
+            bytes[i] ^= flip;
+            const std::string path = temp_trace_path("flip");
+            write_file(path, bytes);
+            Collector c;
+            try {
+                read_trace(path, c);
+            } catch (const TraceError&) {
+            }
+        }
+    }
+}
+
+}  // namespace
+}  // namespace growtrace

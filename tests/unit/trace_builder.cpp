@@ -1,0 +1,171 @@
+#include "trace_builder.h"
+
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace growtrace::testing {
+
+namespace {
+
+void put_u32(std::vector<uint8_t>& out, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+}  // namespace
+
+TraceBuilder& TraceBuilder::record(const format::RecordEncoder& rec) {
+    const size_t at = current_.size();
+    current_.resize(at + rec.size());
+    rec.finish(current_.data() + at);
+    return *this;
+}
+
+TraceBuilder& TraceBuilder::raw_record(uint8_t kind, const std::vector<uint8_t>& payload) {
+    current_.push_back(kind);
+    uint8_t len[format::kMaxVarintBytes];
+    uint8_t* end = format::put_varint(len, payload.size());
+    current_.insert(current_.end(), len, end);
+    current_.insert(current_.end(), payload.begin(), payload.end());
+    return *this;
+}
+
+TraceBuilder& TraceBuilder::process(uint64_t pid, uint64_t start_ticks, uint64_t start_ns,
+                                    const std::string& exe, const std::string& cmdline) {
+    format::RecordEncoder e(format::RecordKind::Process);
+    e.varint(pid).varint(1).varint(start_ticks).varint(start_ns).varint(1700000000000000000ull);
+    e.string(exe.data(), exe.size()).string(cmdline.data(), cmdline.size()).string("");
+    return record(e);
+}
+
+TraceBuilder& TraceBuilder::module(uint64_t base, const std::string& path, const std::string& build_id,
+                                   const std::vector<std::pair<uint64_t, uint64_t>>& segments) {
+    format::RecordEncoder e(format::RecordKind::Module);
+    e.varint(base).string(path.data(), path.size()).string(build_id.data(), build_id.size());
+    e.varint(segments.size());
+    for (auto [start, size] : segments) e.varint(start).varint(size);
+    return record(e);
+}
+
+TraceBuilder& TraceBuilder::modules_reset(uint64_t ticks) {
+    format::RecordEncoder e(format::RecordKind::ModulesReset);
+    return record(e.varint(ticks));
+}
+
+TraceBuilder& TraceBuilder::thread(uint64_t tid, uint64_t base_ticks) {
+    run_ticks_ = base_ticks;
+    run_addr_ = 0;
+    format::RecordEncoder e(format::RecordKind::Thread);
+    return record(e.varint(tid).varint(base_ticks));
+}
+
+TraceBuilder& TraceBuilder::stack_node(uint64_t id, uint64_t parent, uint64_t ip) {
+    format::RecordEncoder e(format::RecordKind::StackNode);
+    return record(e.varint(id).varint(parent).varint(ip));
+}
+
+TraceBuilder& TraceBuilder::py_frame(uint64_t id, const std::string& file, const std::string& function,
+                                     uint64_t line) {
+    format::RecordEncoder e(format::RecordKind::PyFrame);
+    e.varint(id).string(file.data(), file.size()).string(function.data(), function.size()).varint(line);
+    return record(e);
+}
+
+TraceBuilder& TraceBuilder::thread_name(uint64_t tid, const std::string& name) {
+    format::RecordEncoder e(format::RecordKind::ThreadName);
+    return record(e.varint(tid).string(name.data(), name.size()));
+}
+
+TraceBuilder& TraceBuilder::alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack_id) {
+    format::RecordEncoder e(format::RecordKind::Alloc);
+    e.svarint(static_cast<int64_t>(ticks - run_ticks_)).varint(size);
+    e.svarint(static_cast<int64_t>(addr - run_addr_)).varint(stack_id);
+    run_ticks_ = ticks;
+    run_addr_ = addr;
+    return record(e);
+}
+
+TraceBuilder& TraceBuilder::free(uint64_t ticks, uint64_t addr) {
+    format::RecordEncoder e(format::RecordKind::Free);
+    e.svarint(static_cast<int64_t>(ticks - run_ticks_)).svarint(static_cast<int64_t>(addr - run_addr_));
+    run_ticks_ = ticks;
+    run_addr_ = addr;
+    return record(e);
+}
+
+TraceBuilder& TraceBuilder::time_mark(uint64_t ticks, uint64_t ns, uint64_t rss) {
+    format::RecordEncoder e(format::RecordKind::TimeMark);
+    return record(e.varint(ticks).varint(ns).varint(rss));
+}
+
+TraceBuilder& TraceBuilder::end(uint64_t ticks, uint64_t ns) {
+    format::RecordEncoder e(format::RecordKind::End);
+    return record(e.varint(ticks).varint(ns));
+}
+
+TraceBuilder& TraceBuilder::fork(uint64_t child_pid, const std::string& path) {
+    format::RecordEncoder e(format::RecordKind::Fork);
+    return record(e.varint(child_pid).string(path.data(), path.size()));
+}
+
+TraceBuilder& TraceBuilder::exec(const std::string& path) {
+    format::RecordEncoder e(format::RecordKind::Exec);
+    return record(e.string(path.data(), path.size()));
+}
+
+TraceBuilder& TraceBuilder::tracer_error(uint64_t ticks, const std::string& message) {
+    format::RecordEncoder e(format::RecordKind::TracerError);
+    return record(e.varint(ticks).string(message.data(), message.size()));
+}
+
+TraceBuilder& TraceBuilder::end_block(format::Codec codec) {
+    if (current_.empty()) return *this;
+    std::vector<uint8_t> stored;
+    if (codec == format::Codec::Zstd) {
+        stored.resize(ZSTD_compressBound(current_.size()));
+        size_t n = ZSTD_compress(stored.data(), stored.size(), current_.data(), current_.size(), 3);
+        if (ZSTD_isError(n)) throw std::runtime_error("zstd compression failed");
+        stored.resize(n);
+    } else {
+        stored = current_;
+    }
+    put_u32(blocks_, format::kBlockMagic);
+    blocks_.push_back(static_cast<uint8_t>(codec));
+    blocks_.insert(blocks_.end(), 3, 0);
+    put_u32(blocks_, static_cast<uint32_t>(stored.size()));
+    put_u32(blocks_, static_cast<uint32_t>(current_.size()));
+    blocks_.insert(blocks_.end(), stored.begin(), stored.end());
+    current_.clear();
+    return *this;
+}
+
+std::vector<uint8_t> TraceBuilder::bytes(uint32_t version, format::Codec codec) {
+    end_block(codec);
+    std::vector<uint8_t> out(format::kMagic, format::kMagic + 8);
+    put_u32(out, version);
+    put_u32(out, 0);
+    out.insert(out.end(), blocks_.begin(), blocks_.end());
+    return out;
+}
+
+void TraceBuilder::write(const std::string& path, uint32_t version, format::Codec codec) {
+    write_file(path, bytes(version, codec));
+}
+
+std::string temp_trace_path(const std::string& name) {
+    const char* dir = std::getenv("TEST_TMPDIR");
+    std::string base = dir && *dir ? dir : "/tmp";
+    return base + "/growtrace_test_" + std::to_string(getpid()) + "_" + name + ".gtrace";
+}
+
+void write_file(const std::string& path, const std::vector<uint8_t>& data) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) throw std::runtime_error("cannot write " + path);
+    if (!data.empty()) std::fwrite(data.data(), 1, data.size(), f);
+    std::fclose(f);
+}
+
+}  // namespace growtrace::testing

@@ -1,0 +1,297 @@
+// growtrace run [-o FILE] [--no-follow-exec] [--no-follow-fork] -- COMMAND [ARGS...]
+//
+// Checks that the command exists and that LD_PRELOAD can reach it, then runs it with
+// libgrowtrace.so preloaded (environment contract in docs/architecture.md), waits, says where
+// the traces are, and exits with the command's status.
+#include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "common.h"
+#include "elf_check.h"
+#include "launcher.h"
+
+extern char** environ;
+
+namespace growtrace::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+    std::string output;
+    bool no_follow_exec = false;
+    bool no_follow_fork = false;
+};
+
+std::string current_directory() {
+    std::error_code ec;
+    fs::path cwd = fs::current_path(ec);
+    return ec ? std::string(".") : cwd.string();
+}
+
+std::string make_absolute(const std::string& path) {
+    if (!path.empty() && path[0] == '/') return path;
+    return current_directory() + "/" + path;
+}
+
+// $GROWTRACE_PRELOAD, else <dir of this executable>/../lib/libgrowtrace.so.
+std::string preload_library_path() {
+    if (const char* env = getenv("GROWTRACE_PRELOAD"); env != nullptr && *env != '\0') {
+        return make_absolute(env);
+    }
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return "libgrowtrace.so";
+    return (self.parent_path().parent_path() / "lib" / "libgrowtrace.so").string();
+}
+
+// Can we create or open `path` for writing? Leaves no file behind that was not there before.
+// Returns 0 or an errno.
+int probe_writable(const std::string& path) {
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        close(fd);
+        unlink(path.c_str());
+        return 0;
+    }
+    if (errno != EEXIST) return errno;
+    fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    close(fd);
+    return 0;
+}
+
+// Trace naming (docs/architecture.md): a forked child writes <stem>.<pid>.gtrace, an exec'd
+// image <stem>.exec<N>.gtrace, recursively. All match <stem>.*.gtrace in the same directory.
+struct TraceFamily {
+    fs::path directory;
+    std::string prefix;  // "<stem>."
+    std::string main_name;
+
+    explicit TraceFamily(const std::string& trace_path) {
+        fs::path p(trace_path);
+        directory = p.parent_path();
+        main_name = p.filename().string();
+        std::string stem = main_name;
+        if (stem.size() > 7 && stem.ends_with(".gtrace")) stem.resize(stem.size() - 7);
+        prefix = stem + ".";
+    }
+
+    // name -> (size, mtime) of every family member other than the main trace.
+    std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> members() const {
+        std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> found;
+        std::error_code ec;
+        for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
+            std::string name = it->path().filename().string();
+            if (name == main_name || !name.starts_with(prefix) || !name.ends_with(".gtrace")) continue;
+            if (name.size() <= prefix.size() + 7) continue;
+            std::error_code stat_ec;
+            auto size = fs::file_size(it->path(), stat_ec);
+            auto mtime = fs::last_write_time(it->path(), stat_ec);
+            if (!stat_ec) found[name] = {size, mtime};
+        }
+        return found;
+    }
+};
+
+std::vector<std::string> traced_environment(const std::string& library, const std::string& output,
+                                            const RunOptions& options) {
+    std::vector<std::string> env;
+    std::string old_preload;
+    for (char** e = environ; *e != nullptr; ++e) {
+        std::string entry = *e;
+        if (entry.starts_with("LD_PRELOAD=")) {
+            old_preload = entry.substr(11);
+            continue;
+        }
+        if (entry.starts_with("GROWTRACE_OUTPUT=") || entry.starts_with("GROWTRACE_FOLLOW_EXEC=") ||
+            entry.starts_with("GROWTRACE_FOLLOW_FORK=")) {
+            continue;
+        }
+        env.push_back(std::move(entry));
+    }
+    env.push_back("LD_PRELOAD=" + library + (old_preload.empty() ? "" : ":" + old_preload));
+    env.push_back("GROWTRACE_OUTPUT=" + output);
+    env.push_back(std::string("GROWTRACE_FOLLOW_EXEC=") + (options.no_follow_exec ? "0" : "1"));
+    env.push_back(std::string("GROWTRACE_FOLLOW_FORK=") + (options.no_follow_fork ? "0" : "1"));
+    return env;
+}
+
+std::vector<std::string> current_environment() {
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    return env;
+}
+
+// Refuses commands LD_PRELOAD cannot reach. Returns an error message or nothing.
+std::optional<std::string> check_preloadable(const std::string& word, const std::string& resolved) {
+    LoadedImage image = resolve_loaded_image(resolved);
+    if (!image.error.empty()) return image.error;
+    ElfInfo info = inspect_elf(image.path);
+    std::string what = image.chain.empty()
+                           ? word
+                           : fmt::format("{} (run by the interpreter {})", word, image.path);
+    switch (info.linkage) {
+        case Linkage::Static:
+            return fmt::format("{} is statically linked; LD_PRELOAD cannot inject into it", what);
+        case Linkage::Dynamic:
+            if (!matches_own_architecture(info)) {
+                return fmt::format("{} is built for another architecture or ELF class than "
+                                   "libgrowtrace.so; LD_PRELOAD cannot inject into it",
+                                   what);
+            }
+            return std::nullopt;
+        case Linkage::NotElf:
+            return std::nullopt;  // run by /bin/sh, which is checked implicitly by being dynamic
+        case Linkage::Unreadable:
+            warning(fmt::format("cannot inspect {} ({}); tracing it anyway", image.path, info.error));
+            return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+// Why the main trace is missing or empty, best guess first.
+std::string why_no_trace(const std::string& resolved, const ChildExit& exit_status) {
+    struct stat st {};
+    LoadedImage image = resolve_loaded_image(resolved);
+    if (stat(image.path.c_str(), &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) != 0 &&
+        getuid() != 0) {
+        return "the program is setuid/setgid, and the dynamic loader ignores LD_PRELOAD for it";
+    }
+    if (exit_status.signaled && exit_status.status == SIGKILL) {
+        return "the command was killed by SIGKILL before the tracer wrote anything";
+    }
+    return "libgrowtrace.so did not start in the command (did it clear LD_PRELOAD from its "
+           "environment, or was the library refused by the dynamic loader? its message, if any, "
+           "is above)";
+}
+
+int run_command(const RunOptions& options, std::vector<std::string> command) {
+    if (command.empty()) {
+        return error("no command given; usage: growtrace run [OPTIONS] -- COMMAND [ARGS...]");
+    }
+    const std::string& word = command[0];
+    auto resolved = find_in_path(word);
+    if (!resolved) {
+        struct stat st {};
+        if (word.find('/') != std::string::npos && stat(word.c_str(), &st) == 0) {
+            if (S_ISDIR(st.st_mode)) return error(fmt::format("cannot execute {}: Is a directory", word));
+            return error(fmt::format("cannot execute {}: Permission denied", word));
+        }
+        return error(fmt::format("command not found: {}", word));
+    }
+    if (auto problem = check_preloadable(word, *resolved)) return error(*problem);
+
+    std::string library = preload_library_path();
+    if (access(library.c_str(), R_OK) != 0) {
+        return error(fmt::format("preload library not found: {} (build it, or set GROWTRACE_PRELOAD "
+                                 "to the path of libgrowtrace.so)",
+                                 library));
+    }
+    if (library.find_first_of(" :") != std::string::npos) {
+        return error(fmt::format("the preload library path {} contains a space or ':', which "
+                                 "LD_PRELOAD cannot express",
+                                 library));
+    }
+
+    Launcher launcher;
+    pid_t pid = launcher.start(*resolved, command);
+    if (pid < 0) return error(fmt::format("cannot start {}: {}", word, strerror(errno)));
+
+    std::string output = options.output.empty()
+                             ? fmt::format("{}/growtrace.{}.gtrace", current_directory(), pid)
+                             : make_absolute(options.output);
+    bool traced = true;
+    if (int err = probe_writable(output); err != 0) {
+        warning(fmt::format("cannot write trace to {}: {}; running the command untraced", output,
+                            strerror(err)));
+        traced = false;
+    }
+
+    TraceFamily family(output);
+    struct stat before {};
+    bool existed_before = traced && stat(output.c_str(), &before) == 0;
+    auto members_before = traced ? family.members() : decltype(family.members()){};
+
+    int exec_errno = launcher.release(traced ? traced_environment(library, output, options)
+                                             : current_environment());
+    ChildExit exit_status = launcher.wait();
+    if (exec_errno != 0 && exec_errno != EPIPE) {
+        return error(fmt::format("cannot execute {}: {}", *resolved, strerror(exec_errno)));
+    }
+
+    if (traced) {
+        struct stat after {};
+        bool exists = stat(output.c_str(), &after) == 0;
+        bool changed = exists && (!existed_before || after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+                                  after.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
+                                  after.st_size != before.st_size);
+        if (exists && changed && after.st_size > 0) {
+            note(fmt::format("trace written to {}", output));
+        } else {
+            if (exists && after.st_size == 0 && !existed_before) unlink(output.c_str());
+            note(fmt::format("no trace was written to {}: {}", output, why_no_trace(*resolved, exit_status)));
+        }
+        for (const auto& [name, stamp] : family.members()) {
+            auto old = members_before.find(name);
+            if (old != members_before.end() && old->second == stamp) continue;
+            note(fmt::format("trace of a child process written to {}", (family.directory / name).string()));
+        }
+    }
+
+    if (exit_status.signaled) {
+        note(fmt::format("command killed by signal {} ({})", exit_status.status,
+                         signal_name(exit_status.status)));
+        return 128 + exit_status.status;
+    }
+    return exit_status.status;
+}
+
+}  // namespace
+
+Verb add_run_verb(CLI::App& parent, const Trailing& trailing) {
+    auto options = std::make_shared<RunOptions>();
+    CLI::App* sub = parent.add_subcommand(
+        "run",
+        "Run COMMAND with libgrowtrace.so preloaded and record its allocations.\n"
+        "Usage: growtrace run [OPTIONS] -- COMMAND [ARGS...]\n"
+        "Exits with the command's status (128+N if it was killed by signal N).");
+    sub->add_option("-o,--output", options->output,
+                    "Trace file (default: growtrace.<pid>.gtrace in the current directory). A forked "
+                    "child writes <stem>.<pid>.gtrace, an exec'd program <stem>.exec<N>.gtrace.");
+    sub->add_flag("--no-follow-exec", options->no_follow_exec,
+                  "Do not trace programs the command execs (they run without the library)");
+    sub->add_flag("--no-follow-fork", options->no_follow_fork,
+                  "Do not trace processes the command forks");
+    // The first word that is not one of our options starts the command.
+    sub->prefix_command();
+
+    return {sub, [sub, options, &trailing] {
+                std::vector<std::string> command = sub->remaining();
+                if (!command.empty() && command[0].starts_with("-")) {
+                    return error(fmt::format("run: unknown option {} (put the command after '--')",
+                                             command[0]));
+                }
+                if (trailing.present) {
+                    // "run ls -- -x": the "--" was the command's own argument.
+                    if (!command.empty()) command.push_back("--");
+                    command.insert(command.end(), trailing.words.begin(), trailing.words.end());
+                }
+                return run_command(*options, std::move(command));
+            }};
+}
+
+}  // namespace growtrace::cli

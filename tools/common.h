@@ -1,0 +1,43 @@
+// What every verb shares: the exit-code convention and one-line diagnostics on stderr.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace growtrace::cli {
+
+// growtrace's own failures (bad usage, bad input, unwritable output) exit with 2. Otherwise
+// `run` exits with the command's status and `analyze --fail-on-growth` with 1 on findings.
+inline constexpr int kExitError = 2;
+
+// "growtrace: error: MESSAGE" on stderr; returns kExitError so callers can `return error(...)`.
+int error(std::string_view message);
+// "growtrace: warning: MESSAGE" on stderr.
+void warning(std::string_view message);
+// "growtrace: MESSAGE" on stderr.
+void note(std::string_view message);
+
+// A verb: its CLI11 subcommand and what runs once the command line parsed.
+struct Verb {
+    CLI::App* app;
+    std::function<int()> run;
+};
+
+// The words after the first "--" on the command line. main splits them off before CLI11
+// sees them, so a traced command's own options are never taken for ours.
+struct Trailing {
+    bool present = false;
+    std::vector<std::string> words;
+};
+
+Verb add_run_verb(CLI::App& parent, const Trailing& trailing);
+Verb add_analyze_verb(CLI::App& parent);
+Verb add_dump_verb(CLI::App& parent);
+
+}  // namespace growtrace::cli

@@ -1,0 +1,77 @@
+// An unbounded per-request memo table: every request computes a result for a new key and
+// keeps it forever. After N requests exactly N blocks of 1000 bytes, each allocated by the
+// malloc at the LINE-MARK below in remember_result, are retained. The table's own nodes and
+// bucket arrays are allocated on other stacks (inside std::unordered_map), and every request
+// also makes short-lived allocations in handle_request that are freed before it returns.
+//
+// usage: memo_table [REQUESTS=1000] [SLEEP_US=2000] [--release-at-exit]
+//   SLEEP_US is slept after each request, so the default run lasts about 2 s.
+//   --release-at-exit frees every block before exiting (a cache emptied at shutdown).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr size_t kResultSize = 1000;
+
+// Never destroyed, like most process-wide caches.
+std::unordered_map<unsigned long, char*>* g_memo = nullptr;
+
+__attribute__((noinline)) char* remember_result(unsigned long key) {
+    char* block = static_cast<char*>(malloc(kResultSize));  // LINE-MARK: remember_result
+    memset(block, static_cast<int>(key & 0xff), kResultSize);
+    return block;
+}
+
+// Transient work of one request: allocated and freed before the request ends.
+__attribute__((noinline)) unsigned long scratch_work(unsigned long key) {
+    std::vector<unsigned long> scratch(64 + key % 64, key);
+    std::string text = "request-" + std::to_string(key) + "-with-a-name-longer-than-sso";
+    unsigned long sum = text.size();
+    for (unsigned long v : scratch) sum += v;
+    return sum;
+}
+
+__attribute__((noinline)) unsigned long handle_request(unsigned long key) {
+    auto it = g_memo->find(key);
+    if (it == g_memo->end()) it = g_memo->emplace(key, remember_result(key)).first;
+    return scratch_work(key) + static_cast<unsigned char>(it->second[0]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    long requests = 1000;
+    long sleep_us = 2000;
+    bool release_at_exit = false;
+    int positional = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--release-at-exit") == 0) {
+            release_at_exit = true;
+        } else if (positional == 0) {
+            requests = atol(argv[i]);
+            ++positional;
+        } else {
+            sleep_us = atol(argv[i]);
+            ++positional;
+        }
+    }
+    g_memo = new std::unordered_map<unsigned long, char*>();
+    unsigned long checksum = 0;
+    for (long i = 0; i < requests; ++i) {
+        checksum += handle_request(static_cast<unsigned long>(i) * 7919 + 1);
+        if (sleep_us > 0) usleep(static_cast<useconds_t>(sleep_us));
+    }
+    printf("memo_table: %zu entries of %zu bytes, checksum %lu\n", g_memo->size(), kResultSize, checksum);
+    if (release_at_exit) {
+        for (auto& [key, block] : *g_memo) free(block);
+        delete g_memo;
+    }
+    return 0;
+}

@@ -1,0 +1,340 @@
+#include "analyzer/retention.h"
+
+#include <algorithm>
+
+namespace growtrace {
+
+namespace {
+
+void add_counts(WindowBin& to, const WindowBin& from) {
+    to.births_bytes += from.births_bytes;
+    to.deaths_bytes += from.deaths_bytes;
+    to.births += from.births;
+    to.deaths += from.deaths;
+}
+
+// Re-indexes sparse sorted bins for windows 2^extra times wider, merging neighbours.
+template <typename Bin, typename Merge>
+void rebin_sparse(std::vector<Bin>& bins, unsigned extra, Merge merge) {
+    size_t out = 0;
+    for (size_t i = 0; i < bins.size(); ++i) {
+        Bin b = bins[i];
+        b.window >>= extra;
+        if (out > 0 && bins[out - 1].window == b.window) merge(bins[out - 1], b);
+        else bins[out++] = b;
+    }
+    bins.resize(out);
+}
+
+void rebin_window_bins(std::vector<WindowBin>& bins, unsigned extra) {
+    rebin_sparse(bins, extra, [](WindowBin& to, const WindowBin& from) { add_counts(to, from); });
+}
+
+void rebin_survivors(std::vector<SurvivorBin>& bins, unsigned extra) {
+    rebin_sparse(bins, extra, [](SurvivorBin& to, const SurvivorBin& from) {
+        to.bytes += from.bytes;
+        to.count += from.count;
+    });
+}
+
+void rebin_dense(std::vector<WindowBin>& dense, unsigned extra) {
+    std::vector<WindowBin> out;
+    for (const WindowBin& b : dense) {
+        const uint32_t w = b.window >> extra;
+        if (out.size() <= w) {
+            out.resize(w + 1);
+            out[w].window = w;
+        }
+        add_counts(out[w], b);
+    }
+    dense = std::move(out);
+}
+
+}  // namespace
+
+void add_to_bins(std::vector<WindowBin>& bins, const WindowBin& delta) {
+    // Events mostly arrive in time order, so the last bin is the usual target.
+    if (bins.empty() || bins.back().window < delta.window) {
+        bins.push_back(delta);
+        return;
+    }
+    if (bins.back().window == delta.window) {
+        add_counts(bins.back(), delta);
+        return;
+    }
+    auto it = std::lower_bound(bins.begin(), bins.end(), delta.window,
+                               [](const WindowBin& b, uint32_t w) { return b.window < w; });
+    if (it != bins.end() && it->window == delta.window) add_counts(*it, delta);
+    else bins.insert(it, delta);
+}
+
+void RetentionResult::coarsen(unsigned extra) {
+    if (extra == 0) return;
+    shift += extra;
+    for (StackRetention& s : stacks) {
+        rebin_window_bins(s.bins, extra);
+        rebin_survivors(s.survivors, extra);
+    }
+    rebin_dense(heap, extra);
+    num_windows = num_windows == 0 ? 0 : ((num_windows - 1) >> extra) + 1;
+    heap.resize(num_windows);
+    for (uint32_t w = 0; w < num_windows; ++w) heap[w].window = w;
+}
+
+uint32_t RetentionModel::window_of(uint64_t ticks) {
+    const uint64_t rel = ticks < origin_ ? 0 : ticks - origin_;
+    uint64_t index = rel >> shift_;
+    if (index >= kMaxWindows) {
+        grow_windows(rel);
+        index = rel >> shift_;
+    }
+    return static_cast<uint32_t>(index);
+}
+
+void RetentionModel::grow_windows(uint64_t rel) {
+    unsigned extra = 0;
+    while ((rel >> (shift_ + extra)) >= kMaxWindows) ++extra;
+    shift_ += extra;
+    for (StackRetention& s : stacks_) rebin_window_bins(s.bins, extra);
+    rebin_dense(heap_, extra);
+}
+
+uint32_t RetentionModel::stack_index(uint64_t stack_id) {
+    auto [it, inserted] = stack_index_.try_emplace(stack_id, static_cast<uint32_t>(stacks_.size()));
+    if (inserted) {
+        stacks_.emplace_back();
+        stacks_.back().stack_id = stack_id;
+    }
+    return it->second;
+}
+
+void RetentionModel::add_birth(uint32_t stack, uint64_t ticks, uint64_t size) {
+    WindowBin d;
+    d.window = window_of(ticks);
+    d.births_bytes = size;
+    d.births = 1;
+    add_to_bins(stacks_[stack].bins, d);
+    if (heap_.size() <= d.window) heap_.resize(d.window + 1);
+    add_counts(heap_[d.window], d);
+    stacks_[stack].allocations += 1;
+    stacks_[stack].allocated_bytes += size;
+}
+
+void RetentionModel::add_death(uint32_t stack, uint64_t ticks, uint64_t size) {
+    WindowBin d;
+    d.window = window_of(ticks);
+    d.deaths_bytes = size;
+    d.deaths = 1;
+    add_to_bins(stacks_[stack].bins, d);
+    if (heap_.size() <= d.window) heap_.resize(d.window + 1);
+    add_counts(heap_[d.window], d);
+}
+
+void RetentionModel::pair(Slot& alloc, uint64_t free_ticks) {
+    add_death(alloc.stack, free_ticks, alloc.size);
+    alloc.kind = SlotKind::Pair;
+    alloc.free_ticks = free_ticks;
+    alloc.epoch = epoch_;
+}
+
+namespace {
+
+// The first slot with ticks > t.
+template <typename Slots>
+auto first_after(Slots& slots, uint64_t t) {
+    return std::upper_bound(slots.begin(), slots.end(), t,
+                            [](uint64_t v, const auto& s) { return v < s.ticks; });
+}
+
+}  // namespace
+
+// Undoes add_death when a late event shows a pairing was wrong.
+void RetentionModel::retract_death(uint32_t stack, uint64_t ticks, uint64_t size) {
+    const uint32_t w = window_of(ticks);
+    auto& bins = stacks_[stack].bins;
+    auto it = std::lower_bound(bins.begin(), bins.end(), w,
+                               [](const WindowBin& b, uint32_t v) { return b.window < v; });
+    if (it == bins.end() || it->window != w || it->deaths == 0) return;  // cannot happen
+    it->deaths -= 1;
+    it->deaths_bytes -= size;
+    heap_[w].deaths -= 1;
+    heap_[w].deaths_bytes -= size;
+}
+
+// An allocation pairs with the free that immediately follows it at this address.
+void RetentionModel::insert_alloc(Slots& slots, const Slot& alloc) {
+    auto it = first_after(slots, alloc.ticks);
+    if (it != slots.begin()) {
+        Slot& before = *std::prev(it);
+        if (before.kind == SlotKind::Pair && before.ticks < alloc.ticks && alloc.ticks < before.free_ticks) {
+            // Landed inside a pair (a, f): f frees this allocation; a's free is yet to come.
+            const uint64_t f = before.free_ticks;
+            retract_death(before.stack, f, before.size);
+            before.kind = SlotKind::Alloc;
+            Slot moved = alloc;
+            add_death(moved.stack, f, moved.size);
+            moved.kind = SlotKind::Pair;
+            moved.free_ticks = f;
+            moved.epoch = epoch_;
+            slots.insert(it, moved);
+            return;
+        }
+    }
+    if (it != slots.end() && it->kind == SlotKind::Free) {
+        const uint64_t f = it->ticks;
+        *it = alloc;
+        pair(*it, f);
+        ++totals_.matched_frees;
+        return;
+    }
+    slots.insert(it, alloc);
+}
+
+// A free pairs with the allocation that immediately precedes it at this address.
+void RetentionModel::insert_free(Slots& slots, uint64_t ticks) {
+    auto it = first_after(slots, ticks);
+    if (it != slots.begin()) {
+        Slot& before = *std::prev(it);
+        if (before.kind == SlotKind::Pair && before.ticks < ticks && ticks < before.free_ticks) {
+            // Landed inside a pair (a, f): this free is a's; f frees an allocation yet to come.
+            const uint64_t f = before.free_ticks;
+            retract_death(before.stack, f, before.size);
+            pair(before, ticks);
+            Slot pending;
+            pending.kind = SlotKind::Free;
+            pending.ticks = f;
+            slots.insert(it, pending);
+            return;
+        }
+        if (before.kind == SlotKind::Alloc && before.ticks < ticks) {
+            pair(before, ticks);
+            ++totals_.matched_frees;
+            return;
+        }
+    }
+    Slot pending;
+    pending.kind = SlotKind::Free;
+    pending.ticks = ticks;
+    slots.insert(it, pending);
+}
+
+void RetentionModel::enforce_cap(Slots& slots) {
+    while (slots.size() > kMaxSlotsPerAddress) {
+        // Old pairs only serve re-pairing: drop them first.
+        auto pair_it = std::find_if(slots.begin(), slots.end(),
+                                    [](const Slot& s) { return s.kind == SlotKind::Pair; });
+        if (pair_it != slots.end()) {
+            slots.erase(pair_it);
+            continue;
+        }
+        if (slots[0].kind == SlotKind::Free) {
+            ++totals_.unmatched_frees;
+        } else {
+            // The oldest allocation must have been freed by a path the tracer did not see
+            // before the next one reused its address.
+            add_death(slots[0].stack, slots[1].ticks, slots[0].size);
+            ++totals_.untraced_reuses;
+        }
+        slots.erase(slots.begin());
+    }
+}
+
+void RetentionModel::maybe_sweep() {
+    if (++events_since_sweep_ < std::max<uint64_t>(kSweepEvents, addresses_.size())) return;
+    events_since_sweep_ = 0;
+    ++epoch_;
+    for (auto it = addresses_.begin(); it != addresses_.end();) {
+        Slots& slots = it->second;
+        std::erase_if(slots, [&](const Slot& s) { return s.kind == SlotKind::Pair && s.epoch + 2 <= epoch_; });
+        if (slots.empty()) it = addresses_.erase(it);
+        else ++it;
+    }
+}
+
+void RetentionModel::on_alloc(const AllocEvent& e) {
+    ++totals_.allocations;
+    max_ticks_ = std::max(max_ticks_, e.ticks);
+    const uint32_t s = stack_index(e.stack_id);
+    add_birth(s, e.ticks, e.size);
+    Slot alloc;
+    alloc.ticks = e.ticks;
+    alloc.size = e.size;
+    alloc.stack = s;
+    Slots& slots = addresses_[e.addr];
+    if (slots.empty()) {
+        slots.push_back(alloc);
+    } else {
+        insert_alloc(slots, alloc);
+        enforce_cap(slots);
+    }
+    maybe_sweep();
+}
+
+void RetentionModel::on_free(const FreeEvent& e) {
+    ++totals_.frees;
+    max_ticks_ = std::max(max_ticks_, e.ticks);
+    // With no allocation yet, the free waits: the allocation may arrive later in the file
+    // (another thread's run), or the memory was allocated before tracing started.
+    Slots& slots = addresses_[e.addr];
+    insert_free(slots, e.ticks);
+    enforce_cap(slots);
+    maybe_sweep();
+}
+
+RetentionResult RetentionModel::finish() {
+    RetentionResult r;
+    r.origin_ticks = origin_;
+    const uint32_t last_window = window_of(std::max(max_ticks_, origin_));
+
+    for (auto& [addr, slots] : addresses_) {
+        for (size_t i = 0; i < slots.size(); ++i) {
+            const Slot& s = slots[i];
+            if (s.kind == SlotKind::Pair) continue;
+            if (s.kind == SlotKind::Free) {
+                ++totals_.unmatched_frees;
+                continue;
+            }
+            if (i + 1 < slots.size()) {
+                // A later allocation reused the address: this one's free was never traced.
+                add_death(s.stack, slots[i + 1].ticks, s.size);
+                ++totals_.untraced_reuses;
+                continue;
+            }
+            StackRetention& st = stacks_[s.stack];
+            st.live_bytes += s.size;
+            st.live_count += 1;
+            st.survivors.push_back(SurvivorBin{window_of(s.ticks), s.size, 1});
+        }
+    }
+    addresses_ = {};
+
+    for (StackRetention& st : stacks_) {
+        std::sort(st.survivors.begin(), st.survivors.end(),
+                  [](const SurvivorBin& a, const SurvivorBin& b) { return a.window < b.window; });
+        rebin_survivors(st.survivors, 0);
+        totals_.retained_bytes += st.live_bytes;
+        totals_.live_allocations += st.live_count;
+    }
+
+    r.shift = shift_;
+    r.num_windows = last_window + 1;
+    heap_.resize(r.num_windows);
+    for (uint32_t w = 0; w < r.num_windows; ++w) heap_[w].window = w;
+    // Peak of the traced heap at window ends. Within a window the true peak may be higher; the
+    // window is the resolution at which delivery order cannot change the answer.
+    int64_t level = 0;
+    for (const WindowBin& b : heap_) {
+        level += static_cast<int64_t>(b.births_bytes) - static_cast<int64_t>(b.deaths_bytes);
+        totals_.peak_bytes = std::max<uint64_t>(totals_.peak_bytes, level > 0 ? level : 0);
+    }
+    r.heap = std::move(heap_);
+    r.stacks = std::move(stacks_);
+    r.totals = totals_;
+    stack_index_.clear();
+    heap_.clear();
+    stacks_.clear();
+    totals_ = {};
+    return r;
+}
+
+}  // namespace growtrace

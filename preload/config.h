@@ -1,0 +1,16 @@
+// The tracer's settings, read once from the environment that `growtrace run` prepares
+// (see docs/architecture.md for the variables).
+#pragma once
+
+namespace growtrace::preload {
+
+struct Config {
+    char output[4096];
+    bool follow_fork = true;
+    bool follow_exec = true;
+    unsigned tick_ms = 100;
+};
+
+Config read_config();
+
+}  // namespace growtrace::preload

@@ -1,0 +1,40 @@
+// Fixed-size byte buffers that carry encoded records from the threads that produce them to
+// the writer thread. A thread fills its own buffer without any lock; only handing a full
+// buffer over or getting an empty one takes the pool's mutex, once per ~64 KiB of events.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace growtrace::preload {
+
+inline constexpr size_t kBufferBytes = 64 * 1024;
+
+struct Buffer {
+    Buffer* next;
+    size_t used;
+    uint8_t data[kBufferBytes];
+
+    size_t room() const { return kBufferBytes - used; }
+};
+
+// An empty buffer. When too many buffers wait for the writer, blocks until it catches up
+// (back-pressure instead of unbounded memory), or returns nullptr if the writer is gone.
+Buffer* pool_get();
+void pool_put(Buffer* buffer);
+void pool_put_list(Buffer* list);
+
+// Full buffers in the order they were handed over. Returns how many are queued.
+size_t pool_queue_full(Buffer* buffer);
+Buffer* pool_take_full();  // the whole queue, oldest first
+
+// The writer stopped: never block producers again.
+void pool_stop_waiting();
+
+// Lock and unlock everything around fork(); the child also forgets queued buffers, which hold
+// the parent's events.
+void pool_prepare_fork();
+void pool_parent_after_fork();
+void pool_child_after_fork();
+
+}  // namespace growtrace::preload

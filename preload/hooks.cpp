@@ -1,0 +1,230 @@
+// The interposed functions: the only symbols libgrowtrace.so exports. Each one passes
+// straight to the original when the tracer is not active or when the tracer itself is the
+// caller, so the program's behaviour never depends on the tracer's state.
+//
+// Originals come from dlsym(RTLD_NEXT), which keeps any allocator stacked after us (jemalloc,
+// tcmalloc) in charge. dlsym itself may call malloc/calloc before the originals are known:
+// those calls are served from a static arena whose blocks are never freed.
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "preload/hook_list.h"
+#include "preload/recorder.h"
+#include "preload/recursion_guard.h"
+
+using namespace growtrace::preload;
+
+namespace {
+
+struct Originals {
+#define GT_DECLARE(name, ret, params) ret(*name) params;
+    GT_ALLOCATION_HOOKS(GT_DECLARE)
+    GT_PROCESS_HOOKS(GT_DECLARE)
+    pid_t (*fork)();
+#undef GT_DECLARE
+};
+Originals g_real;
+std::atomic<bool> g_resolved{false};
+
+// --- bootstrap arena for dlsym's own allocations ---
+alignas(64) char g_arena[64 * 1024];
+std::atomic<size_t> g_arena_used{0};
+
+bool in_arena(const void* p) {
+    return p >= static_cast<const void*>(g_arena) && p < static_cast<const void*>(g_arena + sizeof g_arena);
+}
+
+void* arena_alloc(size_t size, size_t align = 16) {
+    size_t offset = g_arena_used.load();
+    size_t start;
+    do {
+        start = (offset + align - 1) & ~(align - 1);
+        if (start + size > sizeof g_arena) return nullptr;
+    } while (!g_arena_used.compare_exchange_weak(offset, start + size));
+    return g_arena + start;
+}
+
+void resolve_originals() {
+    static std::atomic<bool> resolving{false};
+    if (resolving.exchange(true)) return;  // dlsym re-entered us: the arena serves it
+#define GT_RESOLVE(name, ret, params) g_real.name = reinterpret_cast<ret(*) params>(dlsym(RTLD_NEXT, #name));
+    GT_ALLOCATION_HOOKS(GT_RESOLVE)
+    GT_PROCESS_HOOKS(GT_RESOLVE)
+#undef GT_RESOLVE
+    g_real.fork = reinterpret_cast<pid_t (*)()>(dlsym(RTLD_NEXT, "fork"));
+    g_resolved.store(true, std::memory_order_release);
+}
+
+inline bool ready() {
+    if (__builtin_expect(g_resolved.load(std::memory_order_acquire), 1)) return true;
+    resolve_originals();
+    return g_resolved.load(std::memory_order_acquire);
+}
+
+inline bool should_trace() { return !t_in_tracer && tracer_active(); }
+
+void* traced_result(void* p, size_t size) {
+    if (p) record_alloc(p, size);
+    return p;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) void* malloc(size_t size) {
+    if (!ready()) return arena_alloc(size);
+    if (!should_trace()) return g_real.malloc(size);
+    RecursionGuard guard;
+    return traced_result(g_real.malloc(size), size);
+}
+
+__attribute__((visibility("default"))) void free(void* ptr) {
+    if (!ptr || in_arena(ptr)) return;
+    if (!should_trace()) return g_real.free(ptr);
+    RecursionGuard guard;
+    record_free(ptr);  // before the real free: the address may be reused at once
+    g_real.free(ptr);
+}
+
+__attribute__((visibility("default"))) void* calloc(size_t count, size_t size) {
+    if (!ready()) {
+        size_t total;
+        if (__builtin_mul_overflow(count, size, &total)) return nullptr;
+        return arena_alloc(total);  // static storage is already zeroed
+    }
+    if (!should_trace()) return g_real.calloc(count, size);
+    RecursionGuard guard;
+    return traced_result(g_real.calloc(count, size), count * size);
+}
+
+__attribute__((visibility("default"))) void* realloc(void* ptr, size_t size) {
+    if (in_arena(ptr)) {
+        // A block from the bootstrap arena moves to the real heap; its old size is unknown,
+        // but never larger than what is left of the arena after it.
+        void* moved = malloc(size);
+        if (moved && size) {
+            size_t available = static_cast<size_t>(g_arena + sizeof g_arena - static_cast<char*>(ptr));
+            memcpy(moved, ptr, size < available ? size : available);
+        }
+        return moved;
+    }
+    if (!ready()) return arena_alloc(size);
+    if (!should_trace()) return g_real.realloc(ptr, size);
+    RecursionGuard guard;
+    if (ptr) record_free(ptr);
+    void* result = g_real.realloc(ptr, size);
+    if (result) record_alloc(result, size);
+    else if (ptr && size) record_alloc(ptr, malloc_usable_size(ptr));  // failed: old block lives on
+    return result;
+}
+
+__attribute__((visibility("default"))) void* reallocarray(void* ptr, size_t count, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (!ready() || !should_trace()) return g_real.reallocarray ? g_real.reallocarray(ptr, count, size) : realloc(ptr, total);
+    RecursionGuard guard;
+    if (ptr) record_free(ptr);
+    void* result = g_real.reallocarray(ptr, count, size);
+    if (result) record_alloc(result, total);
+    else if (ptr && total) record_alloc(ptr, malloc_usable_size(ptr));
+    return result;
+}
+
+__attribute__((visibility("default"))) int posix_memalign(void** out, size_t alignment, size_t size) {
+    if (!ready()) return ENOMEM;
+    if (!should_trace()) return g_real.posix_memalign(out, alignment, size);
+    RecursionGuard guard;
+    int rc = g_real.posix_memalign(out, alignment, size);
+    if (rc == 0) record_alloc(*out, size);
+    return rc;
+}
+
+__attribute__((visibility("default"))) void* aligned_alloc(size_t alignment, size_t size) {
+    if (!ready()) return arena_alloc(size, alignment <= 4096 ? alignment : 4096);
+    if (!should_trace()) return g_real.aligned_alloc(alignment, size);
+    RecursionGuard guard;
+    return traced_result(g_real.aligned_alloc(alignment, size), size);
+}
+
+__attribute__((visibility("default"))) void* memalign(size_t alignment, size_t size) {
+    if (!ready()) return arena_alloc(size, alignment <= 4096 ? alignment : 4096);
+    if (!should_trace()) return g_real.memalign(alignment, size);
+    RecursionGuard guard;
+    return traced_result(g_real.memalign(alignment, size), size);
+}
+
+__attribute__((visibility("default"))) void* valloc(size_t size) {
+    if (!ready()) return arena_alloc(size, 4096);
+    if (!should_trace()) return g_real.valloc(size);
+    RecursionGuard guard;
+    return traced_result(g_real.valloc(size), size);
+}
+
+__attribute__((visibility("default"))) void* pvalloc(size_t size) {
+    if (!ready()) return arena_alloc(size, 4096);
+    if (!should_trace()) return g_real.pvalloc(size);
+    RecursionGuard guard;
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t rounded = size ? (size + page - 1) & ~(page - 1) : page;  // what pvalloc really hands out
+    return traced_result(g_real.pvalloc(size), rounded);
+}
+
+// --- process life cycle ---
+
+__attribute__((visibility("default"))) pid_t fork() {
+    ready();
+    pid_t pid = g_real.fork();
+    if (pid > 0) recorder_after_fork_in_parent(pid);
+    return pid;
+}
+
+__attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
+    ready();
+    recorder_before_exec();
+    return g_real.execve(path, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
+    ready();
+    recorder_before_exec();
+    return g_real.execv(path, argv);
+}
+
+__attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
+    ready();
+    recorder_before_exec();
+    return g_real.execvp(file, argv);
+}
+
+__attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
+    ready();
+    recorder_before_exec();
+    return g_real.execvpe(file, argv, envp);
+}
+
+__attribute__((visibility("default"))) int dlclose(void* handle) {
+    ready();
+    recorder_before_dlclose();
+    return g_real.dlclose(handle);
+}
+
+}  // extern "C"
+
+namespace {
+__attribute__((constructor)) void growtrace_library_loaded() {
+    ready();
+    recorder_start();
+}
+__attribute__((destructor)) void growtrace_library_unloading() { recorder_stop(); }
+}  // namespace

@@ -1,0 +1,388 @@
+#include "preload/recorder.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "format/record_encoder.h"
+#include "format/varint.h"
+#include "preload/clock.h"
+#include "preload/config.h"
+#include "preload/log.h"
+#include "preload/module_map.h"
+#include "preload/recursion_guard.h"
+#include "preload/stack_tree.h"
+#include "preload/trace_file.h"
+#include "preload/unwinder.h"
+#include "preload/writer.h"
+
+namespace growtrace::preload {
+
+__thread bool t_in_tracer __attribute__((tls_model("initial-exec"))) = false;
+std::atomic<int> g_tracer_state{static_cast<int>(TracerState::Starting)};
+
+namespace {
+
+using format::RecordKind;
+
+// 2^22 slots: up to ~3 million distinct stack nodes; 64 MiB of address space, touched lazily.
+constexpr unsigned kStackTreeLog2 = 22;
+// Queue this many full buffers before waking the writer early (about 1 MiB of events).
+constexpr size_t kWakeWriterAfter = 16;
+// Worst case for one allocation: a node record per frame plus the event and a run header.
+constexpr size_t kMaxEventBytes = (kMaxFrames + 2) * 32;
+
+struct ThreadState {
+    std::atomic<bool> busy{false};  // held by the owner while writing, by the writer while taking
+    bool exited = false;
+    Buffer* buffer = nullptr;
+    uint64_t last_ticks = 0;
+    uint64_t last_addr = 0;
+    uint32_t run_tid = 0;  // thread of the current run in `buffer`
+    ThreadState* next = nullptr;
+};
+
+ThreadState* const kThreadGone = reinterpret_cast<ThreadState*>(uintptr_t{1});
+
+Config g_config;
+TraceFile g_file;
+StackTree g_tree;
+pthread_key_t g_thread_key;
+
+pthread_mutex_t g_registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+ThreadState* g_threads = nullptr;
+// Events of threads whose thread-exit destructor already ran (other destructors may still
+// allocate); shared, so its runs name their thread each time.
+ThreadState g_late;
+
+__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
+
+uint32_t current_tid() {
+    if (!t_tid) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    return t_tid;
+}
+
+void lock(ThreadState* ts) {
+    while (ts->busy.exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
+}
+void unlock(ThreadState* ts) { ts->busy.store(false, std::memory_order_release); }
+
+void on_thread_exit(void* arg) {
+    auto* ts = static_cast<ThreadState*>(arg);
+    RecursionGuard guard;
+    lock(ts);
+    Buffer* b = ts->buffer;
+    ts->buffer = nullptr;
+    ts->exited = true;
+    unlock(ts);
+    if (b && b->used) pool_queue_full(b);
+    else if (b) pool_put(b);
+    t_state = kThreadGone;
+}
+
+ThreadState* new_thread_state() {
+    auto* ts = static_cast<ThreadState*>(calloc(1, sizeof(ThreadState)));  // untraced: guard held
+    if (!ts) return nullptr;
+    new (ts) ThreadState();
+    ts->last_ticks = now_ticks();
+    pthread_mutex_lock(&g_registry_mutex);
+    ts->next = g_threads;
+    g_threads = ts;
+    pthread_mutex_unlock(&g_registry_mutex);
+    pthread_setspecific(g_thread_key, ts);
+    return ts;
+}
+
+// The calling thread's state, locked. nullptr if none can be had.
+ThreadState* lock_my_state() {
+    ThreadState* ts = t_state;
+    if (ts == nullptr) ts = t_state = new_thread_state();
+    if (ts == kThreadGone) ts = &g_late;
+    if (!ts) return nullptr;
+    lock(ts);
+    return ts;
+}
+
+// Makes room for `needed` bytes in the thread's buffer, starting a new run when the buffer
+// changes or another thread's events precede (the shared late state).
+bool make_room(ThreadState* ts, size_t needed) {
+    uint32_t tid = current_tid();
+    if (ts->buffer && ts->buffer->room() >= needed + 32 && ts->run_tid == tid) return true;
+    if (!ts->buffer || ts->buffer->room() < needed + 32) {
+        if (ts->buffer && pool_queue_full(ts->buffer) >= kWakeWriterAfter) writer_wake();
+        ts->buffer = pool_get();
+        if (!ts->buffer) return false;
+    }
+    if (ts->run_tid != tid) ts->last_ticks = now_ticks();
+    ts->run_tid = tid;
+    ts->last_addr = 0;
+    uint8_t payload[2 * format::kMaxVarintBytes];
+    uint8_t* q = format::put_varint(payload, tid);
+    q = format::put_varint(q, ts->last_ticks);
+    uint8_t* out = ts->buffer->data + ts->buffer->used;
+    *out++ = static_cast<uint8_t>(RecordKind::Thread);
+    out = format::put_varint(out, static_cast<uint64_t>(q - payload));
+    memcpy(out, payload, static_cast<size_t>(q - payload));
+    ts->buffer->used = static_cast<size_t>(out + (q - payload) - ts->buffer->data);
+    return true;
+}
+
+// Appends kind | length | payload to the thread's buffer (room already made).
+void put_record(ThreadState* ts, RecordKind kind, const uint8_t* payload, size_t size) {
+    uint8_t* out = ts->buffer->data + ts->buffer->used;
+    *out++ = static_cast<uint8_t>(kind);
+    out = format::put_varint(out, size);
+    memcpy(out, payload, size);
+    ts->buffer->used = static_cast<size_t>(out + size - ts->buffer->data);
+}
+
+struct NewNode {
+    uint32_t id, parent;
+    uint64_t ip;
+};
+
+// Interns the stack from the outermost frame in; collects the nodes this call created.
+uint32_t intern_stack(const uint64_t* ips, int count, NewNode* created, int& created_count) {
+    uint32_t parent = 0;
+    created_count = 0;
+    for (int i = count - 1; i >= 0; --i) {
+        bool is_new;
+        uint32_t id = g_tree.intern(parent, ips[i], is_new);
+        if (!id) break;  // table full: the stack is cut here
+        if (is_new) created[created_count++] = {id, parent, ips[i]};
+        parent = id;
+    }
+    return parent;
+}
+
+void put_nodes(ThreadState* ts, const NewNode* nodes, int count) {
+    for (int i = 0; i < count; ++i) {
+        uint8_t payload[3 * format::kMaxVarintBytes];
+        uint8_t* q = format::put_varint(payload, nodes[i].id);
+        q = format::put_varint(q, nodes[i].parent);
+        q = format::put_varint(q, nodes[i].ip);
+        put_record(ts, RecordKind::StackNode, payload, static_cast<size_t>(q - payload));
+    }
+}
+
+void emit_process_record(const char* parent_trace) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char cmdline[3072];
+    size_t cmdline_size = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t r = read(fd, cmdline, sizeof cmdline);
+        cmdline_size = r > 0 ? static_cast<size_t>(r) : 0;
+        close(fd);
+    }
+    if (cmdline_size && cmdline[cmdline_size - 1] == '\0') --cmdline_size;
+    format::RecordEncoder rec(RecordKind::Process);
+    rec.varint(static_cast<uint64_t>(getpid())).varint(static_cast<uint64_t>(getppid()));
+    rec.varint(now_ticks()).varint(monotonic_ns()).varint(realtime_ns());
+    rec.string(exe).string(cmdline, cmdline_size).string(parent_trace);
+    writer_emit(rec);
+}
+
+void prepare_fork() {
+    RecursionGuard guard;
+    writer_prepare_fork();
+    pthread_mutex_lock(&g_registry_mutex);
+    pool_prepare_fork();
+}
+
+void parent_after_fork() {
+    pool_parent_after_fork();
+    pthread_mutex_unlock(&g_registry_mutex);
+    writer_parent_after_fork();
+}
+
+// Only the forking thread exists in the child: the other threads' states hold the parent's
+// events (and maybe a lock taken mid-event) and are dropped; this thread starts afresh.
+void child_after_fork() {
+    RecursionGuard guard;
+    pool_child_after_fork();
+    ThreadState* mine = (t_state && t_state != kThreadGone) ? t_state : nullptr;
+    for (ThreadState* ts = g_threads; ts;) {
+        ThreadState* next = ts->next;
+        if (ts->buffer) pool_put(ts->buffer);
+        ts->buffer = nullptr;
+        if (ts != mine) free(ts);
+        ts = next;
+    }
+    g_threads = mine;
+    if (mine) {
+        mine->next = nullptr;
+        mine->busy.store(false);
+        mine->run_tid = 0;
+    }
+    g_late.buffer = nullptr;
+    g_late.busy.store(false);
+    g_late.run_tid = 0;
+    t_tid = 0;
+    pthread_mutex_unlock(&g_registry_mutex);
+    g_tree.reset();
+
+    char parent_trace[sizeof g_config.output];
+    snprintf(parent_trace, sizeof parent_trace, "%s", g_file.path());
+    g_file.abandon();
+    bool keep = tracer_active() && g_config.follow_fork && g_file.open(g_config.output, true);
+    if (!keep) g_tracer_state.store(static_cast<int>(TracerState::Stopped));
+    writer_child_after_fork(&g_file, keep, g_config.tick_ms);
+    if (keep) emit_process_record(parent_trace);
+}
+
+}  // namespace
+
+void recorder_start() {
+    RecursionGuard guard;
+    g_config = read_config();
+    // With exec-following off, an exec'd image finds the first image's trace already there.
+    if (!g_config.follow_exec && access(g_config.output, F_OK) == 0) {
+        g_tracer_state.store(static_cast<int>(TracerState::Stopped));
+        return;
+    }
+    bool ok = unwinder_init() && g_tree.init(kStackTreeLog2) &&
+              pthread_key_create(&g_thread_key, on_thread_exit) == 0 && g_file.open(g_config.output, false);
+    if (!ok) {
+        g_tracer_state.store(static_cast<int>(TracerState::Stopped));
+        return;
+    }
+    const char* parent = getenv("GROWTRACE_PARENT_TRACE");
+    emit_process_record(parent ? parent : "");
+    if (!writer_start(&g_file, g_config.tick_ms)) {
+        g_file.close();
+        g_tracer_state.store(static_cast<int>(TracerState::Stopped));
+        return;
+    }
+    pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
+    g_tracer_state.store(static_cast<int>(TracerState::Active));
+}
+
+void recorder_stop() {
+    int expected = static_cast<int>(TracerState::Active);
+    if (!g_tracer_state.compare_exchange_strong(expected, static_cast<int>(TracerState::Stopped))) return;
+    writer_flush(true);
+}
+
+void recorder_fail(const char* why) {
+    g_tracer_state.store(static_cast<int>(TracerState::Stopped));
+    log_line("%s; tracing stopped, the program continues (the trace so far is readable)", why);
+    pool_stop_waiting();
+}
+
+void record_alloc(void* ptr, size_t size) {
+    uint64_t ips[kMaxFrames];
+    int depth = capture_stack(ips, kMaxFrames);
+    NewNode created[kMaxFrames];
+    int created_count;
+    uint32_t stack = intern_stack(ips, depth, created, created_count);
+    for (int i = 0; i < created_count; ++i) {
+        if (!module_map_covers(created[i].ip)) {
+            writer_request_module_scan();
+            break;
+        }
+    }
+    uint64_t ticks = now_ticks();
+    ThreadState* ts = lock_my_state();
+    if (!ts) return;
+    if (make_room(ts, kMaxEventBytes)) {
+        put_nodes(ts, created, created_count);
+        uint8_t payload[4 * format::kMaxVarintBytes];
+        auto addr = reinterpret_cast<uint64_t>(ptr);
+        uint8_t* q = format::put_varint(payload, format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)));
+        q = format::put_varint(q, size);
+        q = format::put_varint(q, format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)));
+        q = format::put_varint(q, stack);
+        put_record(ts, RecordKind::Alloc, payload, static_cast<size_t>(q - payload));
+        ts->last_ticks = ticks;
+        ts->last_addr = addr;
+    }
+    unlock(ts);
+}
+
+void record_free(void* ptr) {
+    uint64_t ticks = now_ticks();
+    ThreadState* ts = lock_my_state();
+    if (!ts) return;
+    if (make_room(ts, 3 * format::kMaxVarintBytes)) {
+        uint8_t payload[2 * format::kMaxVarintBytes];
+        auto addr = reinterpret_cast<uint64_t>(ptr);
+        uint8_t* q = format::put_varint(payload, format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)));
+        q = format::put_varint(q, format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)));
+        put_record(ts, RecordKind::Free, payload, static_cast<size_t>(q - payload));
+        ts->last_ticks = ticks;
+        ts->last_addr = addr;
+    }
+    unlock(ts);
+}
+
+void recorder_after_fork_in_parent(int child_pid) {
+    if (!tracer_active() || !g_config.follow_fork) return;
+    RecursionGuard guard;
+    char suffix[32], path[sizeof g_config.output];
+    snprintf(suffix, sizeof suffix, ".%d.gtrace", child_pid);
+    if (!derived_trace_path(g_config.output, suffix, path, sizeof path)) path[0] = '\0';
+    format::RecordEncoder rec(RecordKind::Fork);
+    writer_emit(rec.varint(static_cast<uint64_t>(child_pid)).string(path));
+}
+
+void recorder_before_exec() {
+    if (!tracer_active()) return;
+    RecursionGuard guard;
+    format::RecordEncoder rec(RecordKind::Exec);
+    writer_emit(rec.string(g_config.follow_exec ? g_config.output : ""));
+    // The image is about to be replaced: everything recorded so far must be on disk. If exec
+    // fails, tracing simply goes on.
+    writer_flush(false);
+}
+
+void recorder_before_dlclose() {
+    if (!tracer_active()) return;
+    RecursionGuard guard;
+    // Write down the library's address range while it is still mapped: its frames may stay in
+    // live stacks after it is gone.
+    module_map_scan(writer_emit, true);
+}
+
+void recorder_collect_thread_buffers(void (*take)(Buffer*)) {
+    pthread_mutex_lock(&g_registry_mutex);
+    ThreadState** link = &g_threads;
+    while (ThreadState* ts = *link) {
+        // A thread writing right now (or blocked for a free buffer) is skipped, not waited for.
+        if (ts->busy.exchange(true, std::memory_order_acquire)) {
+            link = &ts->next;
+            continue;
+        }
+        Buffer* b = ts->buffer;
+        if (b && b->used) ts->buffer = nullptr;
+        else b = nullptr;
+        bool gone = ts->exited;
+        unlock(ts);
+        if (b) take(b);
+        if (gone) {
+            *link = ts->next;
+            free(ts);
+        } else {
+            link = &ts->next;
+        }
+    }
+    pthread_mutex_unlock(&g_registry_mutex);
+    if (!g_late.busy.exchange(true, std::memory_order_acquire)) {
+        Buffer* b = g_late.buffer;
+        if (b && b->used) g_late.buffer = nullptr;
+        else b = nullptr;
+        g_late.run_tid = 0;
+        unlock(&g_late);
+        if (b) take(b);
+    }
+}
+
+}  // namespace growtrace::preload

@@ -1,0 +1,41 @@
+// The recorder: turns allocation events into records in the calling thread's buffer. This is
+// the hot path: no global lock, no system call, no allocation (the first event of a thread
+// allocates its buffer, outside any user lock).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "preload/event_buffer.h"
+
+namespace growtrace::preload {
+
+enum class TracerState : int { Starting = 0, Active = 1, Stopped = 2 };
+extern std::atomic<int> g_tracer_state;
+
+inline bool tracer_active() {
+    return g_tracer_state.load(std::memory_order_relaxed) == static_cast<int>(TracerState::Active);
+}
+
+// Reads the configuration, opens the trace and starts the writer. Called once, from the
+// library constructor.
+void recorder_start();
+// Flush and close at process exit.
+void recorder_stop();
+// Stop tracing because the tracer cannot go on (disk full, file removed...); logs why.
+void recorder_fail(const char* why);
+
+void record_alloc(void* ptr, size_t size);
+void record_free(void* ptr);
+
+void recorder_after_fork_in_parent(int child_pid);
+void recorder_before_exec();
+void recorder_before_dlclose();
+
+// For the writer: hands every thread's pending buffer to `take` (skipping threads that are in
+// the middle of writing an event; they are picked up next tick) and recycles the states of
+// threads that have exited.
+void recorder_collect_thread_buffers(void (*take)(Buffer*));
+
+}  // namespace growtrace::preload

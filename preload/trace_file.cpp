@@ -1,0 +1,143 @@
+#include "preload/trace_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "format/trace_format.h"
+#include "preload/log.h"
+
+namespace growtrace::preload {
+
+bool derived_trace_path(const char* primary, const char* suffix, char* out, size_t out_size) {
+    size_t len = strlen(primary);
+    static constexpr char kExt[] = ".gtrace";
+    size_t ext = sizeof kExt - 1;
+    if (len >= ext && strcmp(primary + len - ext, kExt) == 0) len -= ext;
+    int n = snprintf(out, out_size, "%.*s%s", static_cast<int>(len), primary, suffix);
+    return n > 0 && static_cast<size_t>(n) < out_size;
+}
+
+bool TraceFile::try_create(const char* path) {
+    int fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        last_errno_ = errno;
+        return false;
+    }
+    fd_ = fd;
+    snprintf(path_, sizeof path_, "%s", path);
+    return true;
+}
+
+bool TraceFile::open(const char* primary, bool skip_primary) {
+    bool created = !skip_primary && try_create(primary);
+    int first_errno = last_errno_;
+    char candidate[sizeof path_];
+    char suffix[64];
+    for (int n = 0; !created && n < 100; ++n) {
+        if (n == 0) snprintf(suffix, sizeof suffix, ".%d.gtrace", static_cast<int>(getpid()));
+        else snprintf(suffix, sizeof suffix, ".%d.%d.gtrace", static_cast<int>(getpid()), n);
+        if (!derived_trace_path(primary, suffix, candidate, sizeof candidate)) break;
+        created = try_create(candidate);
+        if (!created && last_errno_ != EEXIST) break;
+    }
+    if (!created) {
+        int err = (first_errno && first_errno != EEXIST) ? first_errno : last_errno_;
+        log_line("cannot write trace to %s: %s; the program runs untraced", primary, strerror(err));
+        return false;
+    }
+    format::FileHeader header{};
+    memcpy(header.magic, format::kMagic, sizeof header.magic);
+    header.version = format::kVersion;
+    if (!write_all(&header, sizeof header)) {
+        log_line("cannot write trace to %s: %s; the program runs untraced", path_, strerror(last_errno_));
+        close();
+        return false;
+    }
+    return true;
+}
+
+bool TraceFile::write_all(const void* data, size_t size) {
+    auto* p = static_cast<const uint8_t*>(data);
+    while (size > 0) {
+        ssize_t n = ::write(fd_, p, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            last_errno_ = n < 0 ? errno : ENOSPC;
+            return false;
+        }
+        p += n;
+        size -= static_cast<size_t>(n);
+    }
+    return true;
+}
+
+bool TraceFile::write_block(const uint8_t* records, size_t size) {
+    if (fd_ < 0 || size == 0) return fd_ >= 0;
+    if (!zstd_) zstd_ = ZSTD_createCCtx();
+    size_t bound = ZSTD_compressBound(size);
+    if (bound > compressed_capacity_) {
+        free(compressed_);
+        compressed_ = static_cast<uint8_t*>(malloc(bound + sizeof(format::BlockHeader)));
+        compressed_capacity_ = compressed_ ? bound : 0;
+    }
+    format::BlockHeader header{};
+    header.magic = format::kBlockMagic;
+    header.raw_size = static_cast<uint32_t>(size);
+    const uint8_t* payload = records;
+    size_t stored = size;
+    header.codec = static_cast<uint8_t>(format::Codec::Raw);
+    if (zstd_ && compressed_) {
+        // Level 1: the writer must keep up with allocation-heavy programs on one core.
+        size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zstd_), compressed_ + sizeof header, bound, records,
+                                     size, 1);
+        if (!ZSTD_isError(n) && n < size) {
+            header.codec = static_cast<uint8_t>(format::Codec::Zstd);
+            payload = compressed_ + sizeof header;
+            stored = n;
+        }
+    }
+    header.stored_size = static_cast<uint32_t>(stored);
+    // Header and payload in one write() so a SIGKILL leaves no half block.
+    if (payload != records) {
+        memcpy(compressed_, &header, sizeof header);
+        return write_all(compressed_, sizeof header + stored);
+    }
+    iovec parts[2] = {{&header, sizeof header}, {const_cast<uint8_t*>(records), size}};
+    ssize_t n = writev(fd_, parts, 2);
+    if (n == static_cast<ssize_t>(sizeof header + size)) return true;
+    if (n < 0) {
+        last_errno_ = errno;
+        return false;
+    }
+    // A short write: finish it piece by piece.
+    size_t done = static_cast<size_t>(n);
+    if (done < sizeof header && !write_all(reinterpret_cast<uint8_t*>(&header) + done, sizeof header - done))
+        return false;
+    size_t payload_done = done > sizeof header ? done - sizeof header : 0;
+    return write_all(records + payload_done, size - payload_done);
+}
+
+bool TraceFile::was_removed() const {
+    struct stat st;
+    return fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_nlink == 0;
+}
+
+void TraceFile::close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+void TraceFile::abandon() {
+    close();
+    path_[0] = '\0';
+}
+
+}  // namespace growtrace::preload

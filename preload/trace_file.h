@@ -1,0 +1,47 @@
+// The trace file on disk: choosing its name, the file header, and compressed blocks. Each
+// block goes out in one write so a process killed at any moment leaves whole blocks behind.
+// Called only by the writer (and by flushes at exec/exit) with the recursion guard held, so
+// zstd's and our own allocations are not traced.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace growtrace::preload {
+
+class TraceFile {
+public:
+    // Creates the trace. Tries `primary` (unless skip_primary), then <stem>.<pid>.gtrace,
+    // then <stem>.<pid>.<n>.gtrace, never overwriting an existing file. On failure logs why
+    // and returns false.
+    bool open(const char* primary, bool skip_primary);
+    bool is_open() const { return fd_ >= 0; }
+    const char* path() const { return path_; }
+
+    // Writes one block of records (compressing it); false if the disk refused it.
+    bool write_block(const uint8_t* records, size_t size);
+    // The file was deleted while we were writing to it.
+    bool was_removed() const;
+    void close();
+    // In a forked child: drop the parent's descriptor without touching the parent's file.
+    void abandon();
+
+    int last_error() const { return last_errno_; }
+
+private:
+    bool try_create(const char* path);
+    bool write_all(const void* data, size_t size);
+
+    int fd_ = -1;
+    int last_errno_ = 0;
+    char path_[4096] = {};
+    void* zstd_ = nullptr;
+    uint8_t* compressed_ = nullptr;
+    size_t compressed_capacity_ = 0;
+};
+
+// Builds "<stem>.<pid>.gtrace"-style names: `primary` without a trailing ".gtrace", then
+// `suffix`. Returns false if it does not fit.
+bool derived_trace_path(const char* primary, const char* suffix, char* out, size_t out_size);
+
+}  // namespace growtrace::preload

@@ -1,0 +1,238 @@
+#include "preload/writer.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "preload/clock.h"
+#include "preload/log.h"
+#include "preload/module_map.h"
+#include "preload/recorder.h"
+#include "preload/recursion_guard.h"
+#include "preload/trace_file.h"
+
+namespace growtrace::preload {
+namespace {
+
+// Blocks are cut at about this many raw bytes: big enough to compress well, small enough that
+// the reader never needs much memory.
+constexpr size_t kBlockTarget = 4u << 20;
+
+pthread_mutex_t g_cycle_mutex = PTHREAD_MUTEX_INITIALIZER;  // one flush at a time
+pthread_mutex_t g_global_mutex = PTHREAD_MUTEX_INITIALIZER;
+uint8_t* g_global = nullptr;  // the tracer's own records, in order
+size_t g_global_used = 0, g_global_capacity = 0;
+
+pthread_mutex_t g_wake_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_wake_cond = PTHREAD_COND_INITIALIZER;
+bool g_wake = false;
+bool g_stop = false;
+std::atomic<bool> g_scan_requested{false};
+
+TraceFile* g_file = nullptr;
+unsigned g_tick_ms = 100;
+int g_statm_fd = -1;
+
+uint8_t* g_block = nullptr;  // records being assembled into the next block
+size_t g_block_used = 0, g_block_capacity = 0;
+bool g_write_failed = false;
+
+bool reserve(uint8_t*& data, size_t& capacity, size_t needed) {
+    if (needed <= capacity) return true;
+    size_t grown = capacity ? capacity * 2 : 256 * 1024;
+    while (grown < needed) grown *= 2;
+    auto* bigger = static_cast<uint8_t*>(realloc(data, grown));
+    if (!bigger) return false;
+    data = bigger;
+    capacity = grown;
+    return true;
+}
+
+uint64_t read_rss_bytes() {
+    if (g_statm_fd < 0) return 0;
+    char text[128];
+    ssize_t n = pread(g_statm_fd, text, sizeof text - 1, 0);
+    if (n <= 0) return 0;
+    text[n] = '\0';
+    const char* p = strchr(text, ' ');
+    if (!p) return 0;
+    return strtoull(p + 1, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+void write_block_now() {
+    if (g_block_used == 0 || g_write_failed) {
+        g_block_used = 0;
+        return;
+    }
+    if (!g_file->write_block(g_block, g_block_used)) {
+        g_write_failed = true;
+        char why[512];
+        snprintf(why, sizeof why, "cannot write trace to %s: %s", g_file->path(), strerror(g_file->last_error()));
+        recorder_fail(why);
+    }
+    g_block_used = 0;
+}
+
+void append(const uint8_t* data, size_t size) {
+    if (g_block_used + size > kBlockTarget) write_block_now();
+    if (reserve(g_block, g_block_capacity, g_block_used + size)) {
+        memcpy(g_block + g_block_used, data, size);
+        g_block_used += size;
+    }
+}
+
+void append_buffer(Buffer* buffer) {
+    append(buffer->data, buffer->used);
+    pool_put(buffer);
+}
+
+void emit_time_mark() {
+    format::RecordEncoder mark(format::RecordKind::TimeMark);
+    writer_emit(mark.varint(now_ticks()).varint(monotonic_ns()).varint(read_rss_bytes()));
+}
+
+void cycle(bool final) {
+    pthread_mutex_lock(&g_cycle_mutex);
+    if (g_file && g_file->is_open()) {
+        module_map_scan(writer_emit, g_scan_requested.exchange(false));
+        emit_time_mark();
+
+        pthread_mutex_lock(&g_global_mutex);
+        append(g_global, g_global_used);
+        g_global_used = 0;
+        pthread_mutex_unlock(&g_global_mutex);
+
+        for (Buffer* b = pool_take_full(); b;) {
+            Buffer* next = b->next;
+            append_buffer(b);
+            b = next;
+        }
+        recorder_collect_thread_buffers(append_buffer);
+        if (final) {
+            format::RecordEncoder end(format::RecordKind::End);
+            end.varint(now_ticks()).varint(monotonic_ns());
+            uint8_t bytes[32];
+            append(bytes, end.finish(bytes));
+        }
+        write_block_now();
+        if (!g_write_failed && g_file->was_removed()) {
+            g_write_failed = true;
+            char why[512];
+            snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
+            recorder_fail(why);
+        }
+        if (final || g_write_failed) g_file->close();
+    }
+    pthread_mutex_unlock(&g_cycle_mutex);
+}
+
+void* writer_main(void*) {
+    t_in_tracer = true;  // nothing this thread allocates is the program's
+    prctl(PR_SET_NAME, "growtrace-wr", 0, 0, 0);
+    pthread_mutex_lock(&g_wake_mutex);
+    while (!g_stop) {
+        timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        uint64_t ns = uint64_t(deadline.tv_nsec) + uint64_t(g_tick_ms) * 1000000u;
+        deadline.tv_sec += static_cast<time_t>(ns / 1000000000u);
+        deadline.tv_nsec = static_cast<long>(ns % 1000000000u);
+        while (!g_wake && !g_stop)
+            if (pthread_cond_timedwait(&g_wake_cond, &g_wake_mutex, &deadline) == ETIMEDOUT) break;
+        g_wake = false;
+        if (g_stop) break;
+        pthread_mutex_unlock(&g_wake_mutex);
+        cycle(false);
+        pthread_mutex_lock(&g_wake_mutex);
+    }
+    pthread_mutex_unlock(&g_wake_mutex);
+    return nullptr;
+}
+
+bool spawn_thread() {
+    g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    // The program's signals must never land on our thread.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &attr, writer_main, nullptr);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (rc != 0) log_line("cannot start the writer thread: %s; tracing disabled", strerror(rc));
+    return rc == 0;
+}
+
+}  // namespace
+
+bool writer_start(TraceFile* file, unsigned tick_ms) {
+    g_file = file;
+    g_tick_ms = tick_ms;
+    return spawn_thread();
+}
+
+void writer_emit(const format::RecordEncoder& record) {
+    pthread_mutex_lock(&g_global_mutex);
+    if (reserve(g_global, g_global_capacity, g_global_used + record.size()))
+        g_global_used += record.finish(g_global + g_global_used);
+    pthread_mutex_unlock(&g_global_mutex);
+}
+
+void writer_request_module_scan() {
+    g_scan_requested.store(true, std::memory_order_relaxed);
+    pthread_cond_signal(&g_wake_cond);
+}
+
+void writer_wake() { pthread_cond_signal(&g_wake_cond); }
+
+void writer_flush(bool final) {
+    RecursionGuard guard;
+    if (final) {
+        pthread_mutex_lock(&g_wake_mutex);
+        g_stop = true;
+        pthread_cond_signal(&g_wake_cond);
+        pthread_mutex_unlock(&g_wake_mutex);
+    }
+    cycle(final);
+    if (final) pool_stop_waiting();
+}
+
+void writer_prepare_fork() {
+    pthread_mutex_lock(&g_cycle_mutex);
+    module_map_prepare_fork();
+    pthread_mutex_lock(&g_global_mutex);
+}
+
+void writer_parent_after_fork() {
+    pthread_mutex_unlock(&g_global_mutex);
+    module_map_parent_after_fork();
+    pthread_mutex_unlock(&g_cycle_mutex);
+}
+
+void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms) {
+    g_global_used = 0;  // the parent's records
+    g_block_used = 0;
+    g_write_failed = false;
+    pthread_mutex_unlock(&g_global_mutex);
+    module_map_child_after_fork();
+    pthread_mutex_unlock(&g_cycle_mutex);
+    pthread_mutex_init(&g_wake_mutex, nullptr);
+    pthread_cond_init(&g_wake_cond, nullptr);
+    g_wake = g_stop = false;
+    if (g_statm_fd >= 0) close(g_statm_fd);
+    g_statm_fd = -1;
+    g_file = file;
+    g_tick_ms = tick_ms;
+    if (keep_tracing) spawn_thread();
+}
+
+}  // namespace growtrace::preload

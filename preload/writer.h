@@ -1,0 +1,36 @@
+// The writer: a background thread that, every tick, gathers the records of all threads and
+// of the tracer itself, adds a time mark, and appends them to the trace as one block.
+// Compression and disk I/O happen here, never in an allocation hook.
+#pragma once
+
+#include <cstdint>
+
+#include "format/record_encoder.h"
+#include "preload/event_buffer.h"
+
+namespace growtrace::preload {
+
+class TraceFile;
+
+// Starts the thread (signals blocked, named "growtrace-wr", invisible to the tracer).
+bool writer_start(TraceFile* file, unsigned tick_ms);
+
+// Queue a record of the tracer's own (module, time mark, fork, exec...). Thread-safe.
+void writer_emit(const format::RecordEncoder& record);
+
+// Ask for a module rescan at the next opportunity (an unknown instruction pointer was seen).
+void writer_request_module_scan();
+
+// Wake the writer early: many full buffers are waiting.
+void writer_wake();
+
+// Gather and write everything now, from the calling thread. `final` adds the End record and
+// closes the file. Safe to call from any thread; serialised with the writer thread.
+void writer_flush(bool final);
+
+// Around fork(): the child gets a new file and a new thread.
+void writer_prepare_fork();
+void writer_parent_after_fork();
+void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms);
+
+}  // namespace growtrace::preload

@@ -1,0 +1,201 @@
+#include "analyzer/growth_classifier.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace growtrace {
+
+const char* growth_class_name(GrowthClass c) {
+    switch (c) {
+        case GrowthClass::Unbounded: return "unbounded";
+        case GrowthClass::Bounded: return "bounded";
+        case GrowthClass::Transient: return "transient";
+        case GrowthClass::Stable: return "stable";
+    }
+    return "stable";
+}
+
+double theil_sen_slope(const std::vector<double>& y) {
+    const size_t n = y.size();
+    if (n < 2) return 0;
+    // At most ~256 points are used so the pair count stays small.
+    const size_t stride = std::max<size_t>(1, n / 256);
+    std::vector<double> slopes;
+    for (size_t i = 0; i < n; i += stride)
+        for (size_t j = i + stride; j < n; j += stride)
+            slopes.push_back((y[j] - y[i]) / static_cast<double>(j - i));
+    if (slopes.empty()) return 0;
+    auto mid = slopes.begin() + static_cast<std::ptrdiff_t>(slopes.size() / 2);
+    std::nth_element(slopes.begin(), mid, slopes.end());
+    return *mid;
+}
+
+namespace {
+
+std::string human_bytes(double b) {
+    const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+    int u = 0;
+    while (std::fabs(b) >= 1000 && u < 4) {
+        b /= 1000;
+        ++u;
+    }
+    return u == 0 ? fmt::format("{:.0f} {}", b, units[u]) : fmt::format("{:.1f} {}", b, units[u]);
+}
+
+// Number of times the level fell to kSawtoothDropFraction of a preceding peak that was itself
+// at least half the overall peak.
+int count_fill_empty_cycles(const std::vector<double>& level, double peak) {
+    int cycles = 0;
+    double local_peak = 0;
+    for (double v : level) {
+        local_peak = std::max(local_peak, v);
+        if (local_peak >= 0.5 * peak && v <= kSawtoothDropFraction * local_peak) {
+            ++cycles;
+            local_peak = v;
+        }
+    }
+    return cycles;
+}
+
+struct Span {
+    size_t first = 0;  // first window of the group's active run
+    size_t last = 0;   // last window (inclusive)
+    size_t size() const { return last - first + 1; }
+    // Window index where part k of `parts` starts.
+    size_t part_start(size_t k, size_t parts) const { return first + size() * k / parts; }
+};
+
+double level_before(const std::vector<double>& level, size_t w) { return w == 0 ? 0 : level[w - 1]; }
+
+// The smallest growth of a quarter of the span as a share of an even quarter of the total.
+double min_quarter_share(const std::vector<double>& level, const Span& span, double total) {
+    double min_share = INFINITY;
+    for (size_t q = 0; q < 4; ++q) {
+        const size_t a = span.part_start(q, 4), b = span.part_start(q + 1, 4);
+        if (b <= a) continue;
+        const double growth = level[b - 1] - level_before(level, a);
+        min_share = std::min(min_share, growth / (total / 4));
+    }
+    return min_share;
+}
+
+// Periods (of kSurvivorPeriods) whose survivors hold at least kMinPeriodShare of an even share.
+size_t periods_with_survivors(const std::vector<double>& survivors, const Span& span, size_t periods) {
+    double total = 0;
+    for (size_t w = span.first; w <= span.last; ++w) total += survivors[w];
+    if (total <= 0) return 0;
+    size_t count = 0;
+    for (size_t p = 0; p < periods; ++p) {
+        double sum = 0;
+        for (size_t w = span.part_start(p, periods); w < span.part_start(p + 1, periods); ++w) sum += survivors[w];
+        if (sum >= kMinPeriodShare * total / static_cast<double>(periods)) ++count;
+    }
+    return count;
+}
+
+double plateau_time(const std::vector<double>& level, double target, double window_s) {
+    for (size_t w = 0; w < level.size(); ++w)
+        if (level[w] >= 0.9 * target) return static_cast<double>(w + 1) * window_s;
+    return static_cast<double>(level.size()) * window_s;
+}
+
+}  // namespace
+
+GrowthVerdict classify_growth(const GrowthSeries& s) {
+    GrowthVerdict v;
+    const size_t n = s.births_bytes.size();
+    std::vector<double> level(n);
+    double acc = 0;
+    for (size_t w = 0; w < n; ++w) {
+        acc += s.births_bytes[w] - (w < s.deaths_bytes.size() ? s.deaths_bytes[w] : 0);
+        level[w] = acc;
+        v.retained_peak = std::max(v.retained_peak, acc);
+    }
+    v.retained_end = n ? level[n - 1] : 0;
+
+    auto first_birth = std::find_if(s.births_bytes.begin(), s.births_bytes.end(), [](double b) { return b > 0; });
+    if (first_birth == s.births_bytes.end()) {
+        v.reason = "no allocations";
+        return v;
+    }
+    Span span;
+    span.first = static_cast<size_t>(first_birth - s.births_bytes.begin());
+    span.last = (s.work_end >= span.first && s.work_end < n) ? s.work_end : n - 1;
+    v.started_at_s = static_cast<double>(span.first) * s.window_s;
+
+    if (v.retained_peak < kMinSignificantBytes) {
+        v.cls = GrowthClass::Stable;
+        v.reason = fmt::format("small: peak {}", human_bytes(v.retained_peak));
+        return v;
+    }
+    if (v.retained_end < kTransientRemainFraction * v.retained_peak) {
+        v.cls = GrowthClass::Transient;
+        v.confidence = 1 - v.retained_end / v.retained_peak;
+        v.reason = fmt::format("freed: {} of a peak of {} remain at the end", human_bytes(v.retained_end),
+                               human_bytes(v.retained_peak));
+        return v;
+    }
+    const int cycles = count_fill_empty_cycles(level, v.retained_peak);
+    if (cycles >= kSawtoothMinCycles) {
+        v.cls = GrowthClass::Transient;
+        v.confidence = std::min(1.0, cycles / 4.0);
+        v.reason = fmt::format("churns: filled and emptied {} times (peak {})", cycles, human_bytes(v.retained_peak));
+        return v;
+    }
+
+    const std::vector<double> active(level.begin() + static_cast<std::ptrdiff_t>(span.first),
+                                     level.begin() + static_cast<std::ptrdiff_t>(span.last) + 1);
+    const double whole_slope = theil_sen_slope(active) / s.window_s;
+    v.slope_bytes_per_s = whole_slope;
+    v.plateau_at_s = plateau_time(level, v.retained_end, s.window_s);
+
+    if (span.size() < kMinHistoryWindows) {
+        v.cls = GrowthClass::Stable;
+        v.reason = fmt::format("appeared only in the last {} windows: too little history to judge", span.size());
+        return v;
+    }
+
+    // The checks an unbounded group must pass; the first failure is the reason it is not one.
+    const double growth = v.retained_end - level_before(level, span.first);
+    const double quarter_share = growth > 0 ? min_quarter_share(level, span, growth) : 0;
+    const std::vector<double> late(active.begin() + static_cast<std::ptrdiff_t>(active.size() / 2), active.end());
+    const double late_slope = theil_sen_slope(late) / s.window_s;
+    const double avg_slope = growth / (static_cast<double>(span.size()) * s.window_s);
+    const double late_ratio = avg_slope > 0 ? late_slope / avg_slope : 0;
+    const size_t periods = std::min(kSurvivorPeriods, span.size());
+    const size_t survivor_periods = periods_with_survivors(s.survivor_bytes, span, periods);
+
+    std::string failed;
+    if (growth < kMinSignificantBytes)
+        failed = fmt::format("grew only {} while active", human_bytes(growth));
+    else if (late_slope <= 0 || late_ratio < kMinLateSlopeRatio)
+        failed = fmt::format("plateaued at {:.1f} s: slope over the last half {}/s vs {}/s overall",
+                             v.plateau_at_s, human_bytes(late_slope), human_bytes(avg_slope));
+    else if (quarter_share < kMinQuarterShare)
+        failed = fmt::format("growth stalls: one quarter of the run adds only {:.0f}% of an even share",
+                             100 * std::max(0.0, quarter_share));
+    else if (static_cast<double>(survivor_periods) < kMinSurvivorPeriodFraction * static_cast<double>(periods))
+        failed = fmt::format("survivors born in only {} of {} periods (turnover, not accumulation)",
+                             survivor_periods, periods);
+
+    if (failed.empty()) {
+        v.cls = GrowthClass::Unbounded;
+        // Each term is 1 for clean linear growth and falls as the evidence weakens.
+        const double c_quarters = std::min(1.0, quarter_share / 0.8);
+        const double c_late = std::min(1.0, late_ratio / 0.8);
+        const double c_survivors = static_cast<double>(survivor_periods) / static_cast<double>(periods);
+        const double c_history = std::min(1.0, static_cast<double>(span.size()) / 32.0);
+        v.confidence = std::clamp(0.25 * (c_quarters + c_late + c_survivors + c_history), 0.0, 1.0);
+        v.reason = fmt::format("grew in every quarter of the run; survivors born in {} of {} periods",
+                               survivor_periods, periods);
+        return v;
+    }
+    v.cls = GrowthClass::Bounded;
+    v.confidence = 0.5 + 0.5 * std::clamp(1 - late_ratio, 0.0, 1.0);
+    v.reason = failed;
+    return v;
+}
+
+}  // namespace growtrace

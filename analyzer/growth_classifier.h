@@ -1,0 +1,69 @@
+// Decides, for one group of allocations (one stack), whether its retained memory grows for as
+// long as the program works (unbounded), grows and then stops (bounded), comes and goes
+// (transient), or is too small or too short-lived to judge (stable). A pure function of the
+// group's births/deaths per window and of the birth times of its survivors; see
+// docs/growth-classifier.md for the design.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace growtrace {
+
+enum class GrowthClass { Unbounded, Bounded, Transient, Stable };
+
+const char* growth_class_name(GrowthClass c);  // "unbounded", "bounded", ...
+
+struct GrowthSeries {
+    double window_s = 0;                // width of one window in seconds
+    std::vector<double> births_bytes;   // per window
+    std::vector<double> deaths_bytes;   // per window (same length)
+    std::vector<double> survivor_bytes; // per window: bytes born then and still live at the end
+    // Windows in which the program as a whole allocated or freed anything (inclusive range).
+    // Growth is judged over the part of this span in which the group exists.
+    size_t work_begin = 0;
+    size_t work_end = 0;
+};
+
+struct GrowthVerdict {
+    GrowthClass cls = GrowthClass::Stable;
+    double slope_bytes_per_s = 0;  // robust (Theil-Sen) slope of retained bytes while active
+    double started_at_s = 0;       // first window with a birth
+    double plateau_at_s = 0;       // bounded: when retained bytes first reached 90% of the final
+    double confidence = 0;         // 0..1
+    double retained_end = 0;
+    double retained_peak = 0;
+    std::string reason;
+};
+
+// Below these a group is not worth a finding: allocator noise, small lazily built tables.
+inline constexpr double kMinSignificantBytes = 64 * 1024;
+// A group whose end level is below this share of its peak has given its memory back.
+inline constexpr double kTransientRemainFraction = 0.25;
+// A fill/empty cycle: the level falls to at most this share of the preceding local peak...
+inline constexpr double kSawtoothDropFraction = 0.5;
+// ...and at least this many such cycles make a sawtooth.
+inline constexpr int kSawtoothMinCycles = 2;
+// Fewer windows of history than this cannot show a trend.
+inline constexpr size_t kMinHistoryWindows = 8;
+// Unbounded: every quarter of the active run must add at least this share of an even quarter
+// (a plateau adds ~0 in its last quarters; noisy linear growth adds ~1).
+inline constexpr double kMinQuarterShare = 0.2;
+// Unbounded: the robust slope over the last half must be at least this share of the whole-run
+// slope (a cache still filling slows down; an unbounded one does not).
+inline constexpr double kMinLateSlopeRatio = 0.35;
+// Unbounded: survivors must be born in this share of the periods of the active run, each
+// period holding at least kMinPeriodShare of an even share (a bounded cache's survivors are
+// all young; a start-up table's are all old).
+inline constexpr size_t kSurvivorPeriods = 8;
+inline constexpr double kMinSurvivorPeriodFraction = 0.75;
+inline constexpr double kMinPeriodShare = 0.25;
+
+GrowthVerdict classify_growth(const GrowthSeries& series);
+
+// Theil-Sen estimator: the median of the pairwise slopes of y over x = index (per window).
+// Exposed for tests.
+double theil_sen_slope(const std::vector<double>& y);
+
+}  // namespace growtrace

@@ -50,6 +50,7 @@ struct ThreadState {
 ThreadState* const kThreadGone = reinterpret_cast<ThreadState*>(uintptr_t{1});
 
 Config g_config;
+int g_pid = 0;  // the traced process; differs from getpid() only in a vfork child
 TraceFile g_file;
 StackTree g_tree;
 pthread_key_t g_thread_key;
@@ -227,6 +228,7 @@ void child_after_fork() {
     g_late.busy.store(false);
     g_late.run_tid = 0;
     t_tid = 0;
+    g_pid = getpid();
     pthread_mutex_unlock(&g_registry_mutex);
     g_tree.reset();
 
@@ -244,6 +246,7 @@ void child_after_fork() {
 void recorder_start() {
     RecursionGuard guard;
     g_config = read_config();
+    g_pid = getpid();
     // With exec-following off, an exec'd image finds the first image's trace already there.
     if (!g_config.follow_exec && access(g_config.output, F_OK) == 0) {
         g_tracer_state.store(static_cast<int>(TracerState::Stopped));
@@ -335,7 +338,9 @@ void recorder_after_fork_in_parent(int child_pid) {
 }
 
 void recorder_before_exec() {
-    if (!tracer_active()) return;
+    // A vfork child shares our memory but not our file descriptors (the program may even have
+    // closed them): it must not touch the tracer's state. Its exec'd image traces itself.
+    if (!tracer_active() || getpid() != g_pid) return;
     RecursionGuard guard;
     format::RecordEncoder rec(RecordKind::Exec);
     writer_emit(rec.string(g_config.follow_exec ? g_config.output : ""));

@@ -58,19 +58,23 @@ std::string preload_library_path() {
     return (self.parent_path().parent_path() / "lib" / "libgrowtrace.so").string();
 }
 
-// Can we create or open `path` for writing? Leaves no file behind that was not there before.
-// Returns 0 or an errno.
-int probe_writable(const std::string& path) {
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) {
+// Makes room for the trace at `path`: checks that it can be created and leaves no file there
+// (the tracer creates it with O_EXCL, and would otherwise pick another name). An existing
+// regular file is replaced, as -o promises. Returns 0 or an errno.
+int prepare_trace_path(const std::string& path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return EISDIR;
+        if (!S_ISREG(st.st_mode)) return EEXIST;
+        int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) return errno;
         close(fd);
-        unlink(path.c_str());
-        return 0;
+        if (unlink(path.c_str()) != 0) return errno;
     }
-    if (errno != EEXIST) return errno;
-    fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return errno;
     close(fd);
+    unlink(path.c_str());
     return 0;
 }
 
@@ -215,15 +219,13 @@ int run_command(const RunOptions& options, std::vector<std::string> command) {
                              ? fmt::format("{}/growtrace.{}.gtrace", current_directory(), pid)
                              : make_absolute(options.output);
     bool traced = true;
-    if (int err = probe_writable(output); err != 0) {
+    if (int err = prepare_trace_path(output); err != 0) {
         warning(fmt::format("cannot write trace to {}: {}; running the command untraced", output,
                             strerror(err)));
         traced = false;
     }
 
     TraceFamily family(output);
-    struct stat before {};
-    bool existed_before = traced && stat(output.c_str(), &before) == 0;
     auto members_before = traced ? family.members() : decltype(family.members()){};
 
     int exec_errno = launcher.release(traced ? traced_environment(library, output, options)
@@ -234,21 +236,31 @@ int run_command(const RunOptions& options, std::vector<std::string> command) {
     }
 
     if (traced) {
-        struct stat after {};
-        bool exists = stat(output.c_str(), &after) == 0;
-        bool changed = exists && (!existed_before || after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
-                                  after.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
-                                  after.st_size != before.st_size);
-        if (exists && changed && after.st_size > 0) {
-            note(fmt::format("trace written to {}", output));
+        // If the name was taken by the time the tracer started, it wrote <stem>.<pid>.gtrace.
+        std::string fallback = fmt::format("{}{}.gtrace", family.prefix, pid);
+        std::string written;
+        struct stat st {};
+        if (stat(output.c_str(), &st) == 0 && st.st_size > 0) {
+            written = output;
+        } else if (!members_before.contains(fallback) &&
+                   stat((family.directory / fallback).c_str(), &st) == 0 && st.st_size > 0) {
+            written = (family.directory / fallback).string();
+        }
+        if (!written.empty()) {
+            note(fmt::format("trace written to {}", written));
         } else {
-            if (exists && after.st_size == 0 && !existed_before) unlink(output.c_str());
+            if (stat(output.c_str(), &st) == 0 && st.st_size == 0) unlink(output.c_str());
             note(fmt::format("no trace was written to {}: {}", output, why_no_trace(*resolved, exit_status)));
         }
         for (const auto& [name, stamp] : family.members()) {
+            if ((family.directory / name).string() == written) continue;
             auto old = members_before.find(name);
             if (old != members_before.end() && old->second == stamp) continue;
-            note(fmt::format("trace of a child process written to {}", (family.directory / name).string()));
+            // <stem>.exec<N>.gtrace is an image the command exec'd; <stem>.<pid>.gtrace a forked child.
+            std::string middle = name.substr(family.prefix.size(), name.size() - family.prefix.size() - 7);
+            bool exec_image = middle.starts_with("exec") && middle.find('.') == std::string::npos;
+            note(fmt::format("trace of {} written to {}", exec_image ? "an exec'd program" : "a child process",
+                             (family.directory / name).string()));
         }
     }
 
@@ -270,8 +282,9 @@ Verb add_run_verb(CLI::App& parent, const Trailing& trailing) {
         "Usage: growtrace run [OPTIONS] -- COMMAND [ARGS...]\n"
         "Exits with the command's status (128+N if it was killed by signal N).");
     sub->add_option("-o,--output", options->output,
-                    "Trace file (default: growtrace.<pid>.gtrace in the current directory). A forked "
-                    "child writes <stem>.<pid>.gtrace, an exec'd program <stem>.exec<N>.gtrace.");
+                    "Trace file, replaced if it exists (default: growtrace.<pid>.gtrace in the current "
+                    "directory). A forked child writes <stem>.<pid>.gtrace, an exec'd program "
+                    "<stem>.exec<N>.gtrace.");
     sub->add_flag("--no-follow-exec", options->no_follow_exec,
                   "Do not trace programs the command execs (they run without the library)");
     sub->add_flag("--no-follow-fork", options->no_follow_fork,

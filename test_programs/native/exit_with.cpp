@@ -1,7 +1,8 @@
 // Prints known lines, optionally copies stdin to stdout, then exits with a given status or
 // dies by a given signal. Used to check that tracing changes neither output nor exit status.
 //
-// usage: exit_with [--status N] [--signal N] [--lines N] [--cat]
+// usage: exit_with [--status N] [--signal N] [--lines N] [--cat] [--pid]
+//   --pid prints "pid N" first (tests find the default trace name growtrace.N.gtrace).
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
     int signo = 0;
     long lines = 3;
     bool cat = false;
+    bool pid = false;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--status") == 0 && i + 1 < argc) {
             status = atoi(argv[++i]);
@@ -22,6 +24,8 @@ int main(int argc, char** argv) {
             signo = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--lines") == 0 && i + 1 < argc) {
             lines = atol(argv[++i]);
+        } else if (strcmp(argv[i], "--pid") == 0) {
+            pid = true;
         } else if (strcmp(argv[i], "--cat") == 0) {
             cat = true;
         } else {
@@ -29,6 +33,7 @@ int main(int argc, char** argv) {
             return 64;
         }
     }
+    if (pid) printf("pid %d\n", static_cast<int>(getpid()));
     for (long i = 0; i < lines; ++i) {
         std::string line = "exit_with: line " + std::to_string(i) + " of " + std::to_string(lines);
         puts(line.c_str());

@@ -1,0 +1,129 @@
+// Bad input to `analyze` and `dump`: exit status 2, one "growtrace: error:" line that says
+// what is wrong and where, and never a crash. The damaged files are built byte by byte from
+// format/trace_format.h, plus one real trace cut in the middle of a block.
+#include <cstring>
+
+#include "e2e_support.h"
+#include "format/trace_format.h"
+
+namespace growtrace::e2e {
+namespace {
+
+namespace format = growtrace::format;
+
+std::string file_header(uint32_t version = format::kVersion) {
+    format::FileHeader header{};
+    memcpy(header.magic, format::kMagic, sizeof header.magic);
+    header.version = version;
+    return std::string(reinterpret_cast<const char*>(&header), sizeof header);
+}
+
+std::string block_header(uint32_t magic, uint32_t stored_size, uint32_t raw_size) {
+    format::BlockHeader header{};
+    header.magic = magic;
+    header.codec = static_cast<uint8_t>(format::Codec::Raw);
+    header.stored_size = stored_size;
+    header.raw_size = raw_size;
+    return std::string(reinterpret_cast<const char*>(&header), sizeof header);
+}
+
+// Both verbs must refuse `path` with exit 2 and a single error line containing `needle`.
+void expect_refused(const std::string& path, const std::string& needle) {
+    for (const char* verb : {"analyze", "dump"}) {
+        SCOPED_TRACE(std::string(verb) + " " + path);
+        std::vector<std::string> args{verb, path};
+        if (std::string(verb) == "analyze") args.push_back("--json");
+        ProcessResult r = growtrace(args);
+        EXPECT_EQ(r.signal, 0) << "crashed: " << r.err;
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_TRUE(r.err.starts_with("growtrace: error: ")) << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected one line: " << r.err;
+    }
+}
+
+TEST(BadTrace, MissingFile) {
+    ScratchDir dir;
+    expect_refused(dir / "does-not-exist.gtrace", "does-not-exist.gtrace");
+}
+
+TEST(BadTrace, ZeroLengthFile) {
+    ScratchDir dir;
+    std::string path = dir / "empty.gtrace";
+    write_file(path, "");
+    expect_refused(path, "empty.gtrace");
+}
+
+TEST(BadTrace, NotATrace) {
+    ScratchDir dir;
+    std::string path = dir / "text.gtrace";
+    write_file(path, "this is not a growtrace trace, just some text\n");
+    expect_refused(path, "text.gtrace");
+}
+
+TEST(BadTrace, NewerVersion) {
+    ScratchDir dir;
+    std::string path = dir / "future.gtrace";
+    write_file(path, file_header(format::kVersion + 41));
+    expect_refused(path, std::to_string(format::kVersion + 41));
+}
+
+TEST(BadTrace, TruncatedHeaderAndBlock) {
+    ScratchDir dir;
+    std::string header_cut = dir / "header-cut.gtrace";
+    write_file(header_cut, file_header().substr(0, 10));
+    expect_refused(header_cut, "header-cut.gtrace");
+
+    // The block announces 100 bytes of payload; only 5 follow. The block starts at offset 16.
+    std::string block_cut = dir / "block-cut.gtrace";
+    write_file(block_cut, file_header() + block_header(format::kBlockMagic, 100, 100) + "\x01\x02\x03\x04\x05");
+    expect_refused(block_cut, "offset 16");
+}
+
+TEST(BadTrace, CorruptBlock) {
+    ScratchDir dir;
+    std::string bad_magic = dir / "bad-magic.gtrace";
+    write_file(bad_magic, file_header() + block_header(0xdeadbeef, 4, 4) + "abcd");
+    expect_refused(bad_magic, "offset 16");
+
+    // A size far above kMaxBlockSize must be refused before anything is allocated.
+    std::string huge = dir / "huge.gtrace";
+    write_file(huge, file_header() + block_header(format::kBlockMagic, 0xfffffff0u, 0xfffffff0u) + "abcd");
+    expect_refused(huge, "offset 16");
+
+    // A record whose length runs past the end of its block.
+    std::string record = std::string("\x10", 1) + "\x7f" + "xy";
+    std::string overrun = dir / "record-overrun.gtrace";
+    write_file(overrun, file_header() +
+                            block_header(format::kBlockMagic, static_cast<uint32_t>(record.size()),
+                                         static_cast<uint32_t>(record.size())) +
+                            record);
+    expect_refused(overrun, "offset");
+}
+
+TEST(BadTrace, RealTraceCutInTheMiddleOfABlock) {
+    ScratchDir dir;
+    std::string trace = dir / "whole.gtrace";
+    trace_program(dir, trace, {GT_PROGRAM_MEMO_TABLE, "200", "0"});
+    std::string bytes = read_file(trace);
+    ASSERT_GT(bytes.size(), 64u);
+
+    // Walk the blocks and cut the last one in half.
+    size_t offset = sizeof(format::FileHeader);
+    size_t last_block = 0;
+    while (offset + sizeof(format::BlockHeader) <= bytes.size()) {
+        format::BlockHeader header;
+        memcpy(&header, bytes.data() + offset, sizeof header);
+        ASSERT_EQ(header.magic, format::kBlockMagic) << "at offset " << offset;
+        last_block = offset;
+        offset += sizeof header + header.stored_size;
+    }
+    ASSERT_EQ(offset, bytes.size()) << "the complete trace does not end at a block boundary";
+    size_t cut = last_block + (bytes.size() - last_block) / 2;
+    std::string truncated = dir / "truncated.gtrace";
+    write_file(truncated, bytes.substr(0, cut));
+    expect_refused(truncated, "offset " + std::to_string(last_block));
+}
+
+}  // namespace
+}  // namespace growtrace::e2e

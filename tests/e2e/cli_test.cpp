@@ -1,0 +1,164 @@
+// The `growtrace` command line: refusals, messages, exit statuses, and that tracing leaves
+// the traced program's input, output and exit status alone.
+#include <sys/stat.h>
+
+#include "e2e_support.h"
+
+namespace growtrace::e2e {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Cli, VersionAndHelp) {
+    ProcessResult version = growtrace({"--version"});
+    EXPECT_EQ(version.exit_code, 0);
+    EXPECT_TRUE(version.out.starts_with("growtrace ")) << version.out;
+
+    ProcessResult help = growtrace({"run", "--help"});
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_TRUE(contains(help.out, "--no-follow-exec")) << help.out;
+    EXPECT_TRUE(contains(help.out, "--no-follow-fork")) << help.out;
+
+    for (const char* verb : {"analyze", "dump"}) {
+        ProcessResult verb_help = growtrace({verb, "--help"});
+        EXPECT_EQ(verb_help.exit_code, 0) << verb;
+        EXPECT_TRUE(contains(verb_help.out, "TRACE")) << verb_help.out;
+    }
+}
+
+TEST(Cli, UsageErrorsExitTwoWithOneLine) {
+    ProcessResult none = growtrace({});
+    EXPECT_EQ(none.exit_code, 2);
+
+    ProcessResult unknown = growtrace({"frobnicate"});
+    EXPECT_EQ(unknown.exit_code, 2);
+    EXPECT_TRUE(unknown.err.starts_with("growtrace: error: unknown verb 'frobnicate'")) << unknown.err;
+
+    ProcessResult no_command = growtrace({"run"});
+    EXPECT_EQ(no_command.exit_code, 2);
+    EXPECT_TRUE(contains(no_command.err, "growtrace: error: no command given")) << no_command.err;
+
+    ProcessResult no_trace = growtrace({"analyze"});
+    EXPECT_EQ(no_trace.exit_code, 2);
+    EXPECT_TRUE(no_trace.err.starts_with("growtrace: error:")) << no_trace.err;
+}
+
+TEST(Cli, MissingCommandIsRefused) {
+    ScratchDir dir;
+    ProcessResult r = growtrace({"run", "--", "gt-no-such-command-4711"}, {.cwd = dir.path().string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "growtrace: error: command not found: gt-no-such-command-4711\n");
+    EXPECT_TRUE(dir.files().empty()) << "a trace file was left behind";
+
+    ProcessResult by_path = growtrace({"run", "--", dir / "missing-program"});
+    EXPECT_EQ(by_path.exit_code, 2);
+    EXPECT_TRUE(contains(by_path.err, "command not found: " + (dir / "missing-program"))) << by_path.err;
+}
+
+TEST(Cli, StaticProgramIsRefused) {
+    ScratchDir dir;
+    ProcessResult r = growtrace({"run", "--", GT_PROGRAM_STATIC_HELLO}, {.cwd = dir.path().string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, std::string("growtrace: error: ") + GT_PROGRAM_STATIC_HELLO +
+                         " is statically linked; LD_PRELOAD cannot inject into it\n");
+    EXPECT_EQ(r.out, "") << "the static program must not have been run";
+    EXPECT_TRUE(dir.files().empty());
+
+    // A script is loaded through its interpreter: a static interpreter is refused too.
+    std::string script = dir / "script.sh";
+    write_file(script, std::string("#!") + GT_PROGRAM_STATIC_HELLO + "\n");
+    chmod(script.c_str(), 0755);
+    ProcessResult via_script = growtrace({"run", "--", script}, {.cwd = dir.path().string()});
+    EXPECT_EQ(via_script.exit_code, 2);
+    EXPECT_TRUE(contains(via_script.err, "is statically linked; LD_PRELOAD cannot inject into it"))
+        << via_script.err;
+    EXPECT_TRUE(contains(via_script.err, std::string("interpreter ") + GT_PROGRAM_STATIC_HELLO)) << via_script.err;
+}
+
+TEST(Cli, UnwritableTracePathRunsTheCommandUntraced) {
+    ScratchDir dir;
+    std::vector<std::string> program{GT_PROGRAM_EXIT_WITH, "--lines", "5", "--status", "3"};
+    ProcessResult plain = run_process(program);
+    ASSERT_EQ(plain.exit_code, 3);
+
+    // A missing directory: unwritable even for root, which CI runs as.
+    std::string trace = dir / "no-such-dir/trace.gtrace";
+    std::vector<std::string> args{"run", "-o", trace, "--"};
+    args.insert(args.end(), program.begin(), program.end());
+    ProcessResult r = growtrace(args);
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_EQ(r.out, plain.out);
+    EXPECT_TRUE(contains(r.err, "growtrace: warning: cannot write trace to " + trace +
+                                    ": No such file or directory; running the command untraced"))
+        << r.err;
+    EXPECT_FALSE(contains(r.err, "trace written")) << r.err;
+    EXPECT_FALSE(fs::exists(trace));
+
+    // A directory in the way.
+    fs::create_directory(dir / "a-directory.gtrace");
+    ProcessResult dir_in_way = growtrace({"run", "-o", dir / "a-directory.gtrace", "--", GT_PROGRAM_EXIT_WITH});
+    EXPECT_EQ(dir_in_way.exit_code, 0);
+    EXPECT_TRUE(contains(dir_in_way.err, "Is a directory; running the command untraced")) << dir_in_way.err;
+}
+
+TEST(Cli, TracedProgramKeepsItsOutputInputAndStatus) {
+    ScratchDir dir;
+    std::string input;
+    for (int i = 0; i < 2000; ++i) input += "input line " + std::to_string(i) + "\n";
+    std::vector<std::string> program{GT_PROGRAM_EXIT_WITH, "--lines", "300", "--cat", "--status", "7"};
+    ProcessResult plain = run_process(program, {.stdin_data = input});
+    ASSERT_EQ(plain.exit_code, 7);
+
+    std::string trace = dir / "io.gtrace";
+    std::vector<std::string> args{"run", "-o", trace, "--"};
+    args.insert(args.end(), program.begin(), program.end());
+    ProcessResult traced = growtrace(args, {.cwd = dir.path().string(), .stdin_data = input});
+    EXPECT_EQ(traced.exit_code, 7) << traced.err;
+    EXPECT_EQ(traced.out, plain.out);
+    EXPECT_EQ(traced.err, "growtrace: trace written to " + trace + "\n");
+    EXPECT_GT(fs::file_size(trace), 16u);
+
+    // The traced program's own stderr passes through too, and an existing -o file is replaced.
+    ProcessResult bad_arg = growtrace({"run", "-o", trace, "--", GT_PROGRAM_EXIT_WITH, "--bogus"});
+    EXPECT_EQ(bad_arg.exit_code, 64);
+    EXPECT_TRUE(bad_arg.err.starts_with("exit_with: unknown argument --bogus\n")) << bad_arg.err;
+    EXPECT_TRUE(contains(bad_arg.err, "growtrace: trace written to " + trace)) << bad_arg.err;
+}
+
+TEST(Cli, DefaultTraceIsNamedAfterTheTracedPid) {
+    ScratchDir dir;
+    ProcessResult r = growtrace({"run", "--", GT_PROGRAM_EXIT_WITH, "--pid", "--lines", "1"},
+                                {.cwd = dir.path().string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(r.out.starts_with("pid ")) << r.out;
+    int pid = std::stoi(r.out.substr(4));
+    std::string expected = "growtrace." + std::to_string(pid) + ".gtrace";
+    EXPECT_EQ(dir.files(), std::vector<std::string>{expected});
+    EXPECT_EQ(r.err, "growtrace: trace written to " + (dir / expected) + "\n");
+}
+
+TEST(Cli, KilledCommandIsReportedWithItsSignal) {
+    ScratchDir dir;
+    ProcessResult term = growtrace({"run", "-o", dir / "term.gtrace", "--", GT_PROGRAM_EXIT_WITH, "--signal", "15"});
+    EXPECT_EQ(term.signal, 0);
+    EXPECT_EQ(term.exit_code, 128 + 15);
+    EXPECT_TRUE(contains(term.err, "growtrace: command killed by signal 15 (SIGTERM)\n")) << term.err;
+    EXPECT_EQ(term.out, "exit_with: line 0 of 3\nexit_with: line 1 of 3\nexit_with: line 2 of 3\n");
+
+    ProcessResult kill9 = growtrace({"run", "-o", dir / "kill.gtrace", "--", GT_PROGRAM_EXIT_WITH, "--signal", "9"});
+    EXPECT_EQ(kill9.exit_code, 128 + 9);
+    EXPECT_TRUE(contains(kill9.err, "growtrace: command killed by signal 9 (SIGKILL)\n")) << kill9.err;
+}
+
+TEST(Cli, AnalyzeRefusesUnwritableReport) {
+    ScratchDir dir;
+    std::string trace = dir / "t.gtrace";
+    trace_program(dir, trace, {GT_PROGRAM_EXIT_WITH, "--lines", "1"});
+    std::string report = dir / "no-such-dir/report.json";
+    ProcessResult r = growtrace({"analyze", trace, "--json", "-o", report});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "growtrace: error: cannot write report to " + report + ": No such file or directory\n");
+}
+
+}  // namespace
+}  // namespace growtrace::e2e

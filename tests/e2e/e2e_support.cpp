@@ -1,0 +1,174 @@
+#include "e2e_support.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fmt/core.h>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace growtrace::e2e {
+
+std::string ProcessResult::describe() const {
+    if (timed_out) return "timed out";
+    if (signal != 0) return fmt::format("signal {}", signal);
+    return fmt::format("exit {}", exit_code);
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void write_file(const std::string& path, const std::string& contents) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << contents;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const RunOptions& options) {
+    ProcessResult result;
+    char pattern[] = "/tmp/gt-e2e-io-XXXXXX";
+    const char* io_dir = mkdtemp(pattern);
+    if (io_dir == nullptr) {
+        result.err = "mkdtemp failed";
+        return result;
+    }
+    std::string in_path = std::string(io_dir) + "/stdin";
+    std::string out_path = std::string(io_dir) + "/stdout";
+    std::string err_path = std::string(io_dir) + "/stderr";
+    write_file(in_path, options.stdin_data);
+
+    // Everything the child needs is prepared before fork.
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+        std::string entry = *e;
+        bool replaced = std::any_of(options.env.begin(), options.env.end(), [&](const auto& kv) {
+            return entry.starts_with(kv.first + "=");
+        });
+        if (!replaced) env_strings.push_back(entry);
+    }
+    for (const auto& [name, value] : options.env) env_strings.push_back(name + "=" + value);
+    std::vector<char*> envp;
+    for (std::string& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(121);
+        int in = open(in_path.c_str(), O_RDONLY);
+        int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || out < 0 || err < 0) _exit(122);
+        dup2(in, 0);
+        dup2(out, 1);
+        dup2(err, 2);
+        // Its own process group, so a timeout kill reaches the whole tree.
+        setpgid(0, 0);
+        execve(args[0], args.data(), envp.data());
+        _exit(123);
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
+    int status = 0;
+    for (;;) {
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+            result.timed_out = true;
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (WIFSIGNALED(status)) {
+        result.signal = WTERMSIG(status);
+    } else {
+        result.exit_code = WEXITSTATUS(status);
+    }
+    result.out = read_file(out_path);
+    result.err = read_file(err_path);
+    std::error_code ec;
+    fs::remove_all(io_dir, ec);
+    return result;
+}
+
+ProcessResult growtrace(const std::vector<std::string>& args, const RunOptions& options) {
+    std::vector<std::string> argv{GT_GROWTRACE};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_process(argv, options);
+}
+
+ScratchDir::ScratchDir() {
+    const char* tmp = getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/gt-e2e-XXXXXX";
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    const char* made = mkdtemp(buffer.data());
+    if (made == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+    path_ = made;
+}
+
+ScratchDir::~ScratchDir() {
+    if (::testing::Test::HasFailure()) {
+        fmt::print(stderr, "e2e: keeping {} for inspection\n", path_.string());
+        return;
+    }
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+}
+
+std::vector<std::string> ScratchDir::files() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(path_)) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+int marker_line(const std::string& file, const std::string& tag) {
+    std::ifstream in(std::string(GT_NATIVE_SOURCE_DIR) + "/" + file);
+    std::string line;
+    std::string marker = "LINE-MARK: " + tag;
+    for (int number = 1; std::getline(in, line); ++number) {
+        if (line.find(marker) != std::string::npos) return number;
+    }
+    ADD_FAILURE() << "no '" << marker << "' in " << file;
+    return -1;
+}
+
+ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
+                            const std::vector<std::string>& program_args, int expected_status) {
+    std::vector<std::string> args{"run", "-o", trace, "--"};
+    args.insert(args.end(), program_args.begin(), program_args.end());
+    ProcessResult r = growtrace(args, {.cwd = dir.path().string()});
+    EXPECT_EQ(r.signal, 0) << r.err;
+    EXPECT_EQ(r.exit_code, expected_status) << r.err;
+    EXPECT_NE(r.err.find("growtrace: trace written to " + trace), std::string::npos) << r.err;
+    EXPECT_GT(fs::exists(trace) ? fs::file_size(trace) : 0, 16u) << trace;
+    return r;
+}
+
+nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace) {
+    std::string report = trace + ".json";
+    ProcessResult r = growtrace({"analyze", trace, "--json", "-o", report}, {.cwd = dir.path().string()});
+    EXPECT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    std::string text = read_file(report);
+    auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(parsed.is_discarded()) << "analyze --json wrote no valid JSON:\n" << text.substr(0, 2000);
+    return parsed;
+}
+
+}  // namespace growtrace::e2e

@@ -1,0 +1,72 @@
+// Shared helpers of the end-to-end tests: running processes with captured output, scratch
+// directories, source markers, and `growtrace analyze --json` results.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace growtrace::e2e {
+
+namespace fs = std::filesystem;
+
+struct ProcessResult {
+    int exit_code = -1;    // valid unless signaled
+    int signal = 0;        // terminating signal, 0 if it exited
+    bool timed_out = false;
+    std::string out;
+    std::string err;
+
+    // "exit 3", "signal 9", for failure messages.
+    std::string describe() const;
+};
+
+struct RunOptions {
+    std::string cwd;                                       // empty: inherit
+    std::string stdin_data;                                // fed through a file
+    std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
+    int timeout_seconds = 120;
+};
+
+// Runs argv[0] (a path) with argv, capturing stdout and stderr; kills it after the timeout.
+ProcessResult run_process(const std::vector<std::string>& argv, const RunOptions& options = {});
+
+// `growtrace ARGS...`
+ProcessResult growtrace(const std::vector<std::string>& args, const RunOptions& options = {});
+
+// A fresh directory under $TMPDIR (or /tmp), removed by the destructor unless the current
+// test failed (then its path is printed so the traces can be looked at).
+class ScratchDir {
+public:
+    ScratchDir();
+    ~ScratchDir();
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+    const fs::path& path() const { return path_; }
+    std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+    // Names of the files in the directory, sorted.
+    std::vector<std::string> files() const;
+
+private:
+    fs::path path_;
+};
+
+// 1-based line of the line containing "LINE-MARK: <tag>" in test_programs/native/<file>.
+int marker_line(const std::string& file, const std::string& tag);
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& contents);
+
+// Traces `program_args` with `growtrace run -o TRACE -- ...` in `dir`, asserting (via gtest)
+// that the command exits with `expected_status` and that a trace was written.
+// Returns the run's result.
+ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
+                            const std::vector<std::string>& program_args, int expected_status = 0);
+
+// `growtrace analyze TRACE --json -o OUT` then parses OUT. Asserts the analysis succeeded.
+nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace);
+
+}  // namespace growtrace::e2e

@@ -15,6 +15,8 @@
 #include "preload/config.h"
 #include "preload/log.h"
 #include "preload/module_map.h"
+#include "preload/python/python_allocator.h"
+#include "preload/python/python_frames.h"
 #include "preload/recursion_guard.h"
 #include "preload/stack_tree.h"
 #include "preload/trace_file.h"
@@ -34,8 +36,6 @@ using format::RecordKind;
 constexpr unsigned kStackTreeLog2 = 22;
 // Queue this many full buffers before waking the writer early (about 1 MiB of events).
 constexpr size_t kWakeWriterAfter = 16;
-// Worst case for one allocation: a node record per frame plus the event and a run header.
-constexpr size_t kMaxEventBytes = (kMaxFrames + 2) * 32;
 
 struct ThreadState {
     std::atomic<bool> busy{false};  // held by the owner while writing, by the writer while taking
@@ -143,33 +143,74 @@ void put_record(ThreadState* ts, RecordKind kind, const uint8_t* payload, size_t
     ts->buffer->used = static_cast<size_t>(out + size - ts->buffer->data);
 }
 
-struct NewNode {
-    uint32_t id, parent;
-    uint64_t ip;
-};
-
-// Interns the stack from the outermost frame in; collects the nodes this call created.
-uint32_t intern_stack(const uint64_t* ips, int count, NewNode* created, int& created_count) {
+// Interns a stack (innermost first) from the outermost frame in, writing each new node to the
+// thread's buffer. Native frames never seen in a loaded module ask the writer for a rescan.
+uint32_t intern_stack(ThreadState* ts, const uint64_t* frames, int count) {
     uint32_t parent = 0;
-    created_count = 0;
+    bool unknown_module = false;
     for (int i = count - 1; i >= 0; --i) {
-        bool is_new;
-        uint32_t id = g_tree.intern(parent, ips[i], is_new);
+        bool created;
+        uint32_t id = g_tree.intern(parent, frames[i], created);
         if (!id) break;  // table full: the stack is cut here
-        if (is_new) created[created_count++] = {id, parent, ips[i]};
+        if (created) {
+            if (!make_room(ts, 3 * format::kMaxVarintBytes + 8)) return 0;
+            uint8_t payload[3 * format::kMaxVarintBytes];
+            uint8_t* q = format::put_varint(payload, id);
+            q = format::put_varint(q, parent);
+            q = format::put_varint(q, frames[i]);
+            put_record(ts, RecordKind::StackNode, payload, static_cast<size_t>(q - payload));
+            if (!(frames[i] & format::kPythonFrameTag) && !unknown_module && !module_map_covers(frames[i]))
+                unknown_module = true;
+        }
         parent = id;
     }
+    if (unknown_module) writer_request_module_scan();
     return parent;
 }
 
-void put_nodes(ThreadState* ts, const NewNode* nodes, int count) {
-    for (int i = 0; i < count; ++i) {
-        uint8_t payload[3 * format::kMaxVarintBytes];
-        uint8_t* q = format::put_varint(payload, nodes[i].id);
-        q = format::put_varint(q, nodes[i].parent);
-        q = format::put_varint(q, nodes[i].ip);
-        put_record(ts, RecordKind::StackNode, payload, static_cast<size_t>(q - payload));
+// Tagged id of a Python frame location, writing its PyFrame record the first time.
+uint64_t python_frame(ThreadState* ts, const python::FrameRef& frame) {
+    bool created;
+    uint32_t id = python::intern(frame, created);
+    if (created) {
+        format::RecordEncoder rec(RecordKind::PyFrame);
+        python::encode_frame(id, frame, rec);
+        if (make_room(ts, rec.size())) ts->buffer->used += rec.finish(ts->buffer->data + ts->buffer->used);
     }
+    return format::kPythonFrameTag | id;
+}
+
+// Replaces each native frame of the evaluation loop by the Python frames it was running
+// (one C-level call runs Python frames up to and including an entry frame).
+int merge_python(ThreadState* ts, const uint64_t* ips, int depth, const python::FrameRef* py, int py_count,
+                 uint64_t* out) {
+    int n = 0, next = 0;
+    for (int i = 0; i < depth; ++i) {
+        if (!python::is_eval_frame(ips[i] - 1)) {
+            out[n++] = ips[i];
+            continue;
+        }
+        while (next < py_count) {
+            bool entry = py[next].entry;
+            out[n++] = python_frame(ts, py[next++]);
+            if (entry) break;
+        }
+    }
+    while (next < py_count) out[n++] = python_frame(ts, py[next++]);  // native stack was cut short
+    return n;
+}
+
+void put_alloc(ThreadState* ts, uint64_t ticks, void* ptr, size_t size, uint32_t stack) {
+    if (!make_room(ts, 5 * format::kMaxVarintBytes)) return;
+    uint8_t payload[4 * format::kMaxVarintBytes];
+    auto addr = reinterpret_cast<uint64_t>(ptr);
+    uint8_t* q = format::put_varint(payload, format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)));
+    q = format::put_varint(q, size);
+    q = format::put_varint(q, format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)));
+    q = format::put_varint(q, stack);
+    put_record(ts, RecordKind::Alloc, payload, static_cast<size_t>(q - payload));
+    ts->last_ticks = ticks;
+    ts->last_addr = addr;
 }
 
 void emit_process_record(const char* parent_trace) {
@@ -231,6 +272,7 @@ void child_after_fork() {
     g_pid = getpid();
     pthread_mutex_unlock(&g_registry_mutex);
     g_tree.reset();
+    python::reset();
 
     char parent_trace[sizeof g_config.output];
     snprintf(parent_trace, sizeof parent_trace, "%s", g_file.path());
@@ -252,6 +294,7 @@ void recorder_start() {
         g_tracer_state.store(static_cast<int>(TracerState::Stopped));
         return;
     }
+    python::probe();
     bool ok = unwinder_init() && g_tree.init(kStackTreeLog2) &&
               pthread_key_create(&g_thread_key, on_thread_exit) == 0 && g_file.open(g_config.output, false);
     if (!ok) {
@@ -284,29 +327,34 @@ void recorder_fail(const char* why) {
 void record_alloc(void* ptr, size_t size) {
     uint64_t ips[kMaxFrames];
     int depth = capture_stack(ips, kMaxFrames);
-    NewNode created[kMaxFrames];
-    int created_count;
-    uint32_t stack = intern_stack(ips, depth, created, created_count);
-    for (int i = 0; i < created_count; ++i) {
-        if (!module_map_covers(created[i].ip)) {
-            writer_request_module_scan();
-            break;
-        }
-    }
+    python::FrameRef py[python::kMaxPythonFrames];
+    int py_count = python::capture(py, python::kMaxPythonFrames);
+    if (py_count) python::install_allocator_hooks();
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
-    if (make_room(ts, kMaxEventBytes)) {
-        put_nodes(ts, created, created_count);
-        uint8_t payload[4 * format::kMaxVarintBytes];
-        auto addr = reinterpret_cast<uint64_t>(ptr);
-        uint8_t* q = format::put_varint(payload, format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)));
-        q = format::put_varint(q, size);
-        q = format::put_varint(q, format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)));
-        q = format::put_varint(q, stack);
-        put_record(ts, RecordKind::Alloc, payload, static_cast<size_t>(q - payload));
-        ts->last_ticks = ticks;
-        ts->last_addr = addr;
+    if (make_room(ts, 64)) {
+        uint64_t merged[kMaxFrames + python::kMaxPythonFrames];
+        const uint64_t* frames = ips;
+        if (py_count) {
+            depth = merge_python(ts, ips, depth, py, py_count, merged);
+            frames = merged;
+        }
+        put_alloc(ts, ticks, ptr, size, intern_stack(ts, frames, depth));
+    }
+    unlock(ts);
+}
+
+void record_python_alloc(void* ptr, size_t size) {
+    python::FrameRef py[python::kMaxPythonFrames];
+    int py_count = python::capture(py, python::kMaxPythonFrames);
+    uint64_t ticks = now_ticks();
+    ThreadState* ts = lock_my_state();
+    if (!ts) return;
+    if (make_room(ts, 64)) {
+        uint64_t frames[python::kMaxPythonFrames];
+        for (int i = 0; i < py_count; ++i) frames[i] = python_frame(ts, py[i]);
+        put_alloc(ts, ticks, ptr, size, intern_stack(ts, frames, py_count));
     }
     unlock(ts);
 }

@@ -26,7 +26,11 @@ void recorder_stop();
 // Stop tracing because the tracer cannot go on (disk full, file removed...); logs why.
 void recorder_fail(const char* why);
 
+// An allocation seen by malloc & co: native stack, merged with the Python frames if the
+// thread runs Python.
 void record_alloc(void* ptr, size_t size);
+// An allocation seen by the Python allocator hooks: Python frames only.
+void record_python_alloc(void* ptr, size_t size);
 void record_free(void* ptr);
 
 void recorder_after_fork_in_parent(int child_pid);

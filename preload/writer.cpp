@@ -73,7 +73,7 @@ void write_block_now() {
     }
     if (!g_file->write_block(g_block, g_block_used)) {
         g_write_failed = true;
-        char why[512];
+        char why[4200];
         snprintf(why, sizeof why, "cannot write trace to %s: %s", g_file->path(), strerror(g_file->last_error()));
         recorder_fail(why);
     }
@@ -124,7 +124,7 @@ void cycle(bool final) {
         write_block_now();
         if (!g_write_failed && g_file->was_removed()) {
             g_write_failed = true;
-            char why[512];
+            char why[4200];
             snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
             recorder_fail(why);
         }

@@ -1,0 +1,84 @@
+#include "preload/python/python_allocator.h"
+
+#include <Python.h>
+#include <dlfcn.h>
+
+#include <atomic>
+
+#include "preload/python/python_frames.h"
+#include "preload/recorder.h"
+#include "preload/recursion_guard.h"
+
+namespace growtrace::preload::python {
+namespace {
+
+PyMemAllocatorEx g_original[2];  // PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ
+std::atomic<bool> g_installed{false};
+
+PyMemAllocatorEx& original(void* ctx) { return *static_cast<PyMemAllocatorEx*>(ctx); }
+
+// The original allocator may itself call malloc (pymalloc does for large blocks): the guard
+// keeps that inner call from being recorded a second time.
+void* hooked_malloc(void* ctx, size_t size) {
+    PyMemAllocatorEx& o = original(ctx);
+    if (t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
+    RecursionGuard guard;
+    void* p = o.malloc(o.ctx, size);
+    if (p) record_python_alloc(p, size);
+    return p;
+}
+
+void* hooked_calloc(void* ctx, size_t count, size_t size) {
+    PyMemAllocatorEx& o = original(ctx);
+    if (t_in_tracer || !tracer_active()) return o.calloc(o.ctx, count, size);
+    RecursionGuard guard;
+    void* p = o.calloc(o.ctx, count, size);
+    if (p) record_python_alloc(p, count * size);
+    return p;
+}
+
+void* hooked_realloc(void* ctx, void* ptr, size_t size) {
+    PyMemAllocatorEx& o = original(ctx);
+    if (t_in_tracer || !tracer_active()) return o.realloc(o.ctx, ptr, size);
+    RecursionGuard guard;
+    if (ptr) record_free(ptr);
+    void* p = o.realloc(o.ctx, ptr, size);
+    if (p) record_python_alloc(p, size);
+    return p;
+}
+
+void hooked_free(void* ctx, void* ptr) {
+    PyMemAllocatorEx& o = original(ctx);
+    if (ptr && !t_in_tracer && tracer_active()) {
+        RecursionGuard guard;
+        record_free(ptr);
+        o.free(o.ctx, ptr);
+        return;
+    }
+    o.free(o.ctx, ptr);
+}
+
+using GetAllocator = void (*)(PyMemAllocatorDomain, PyMemAllocatorEx*);
+using SetAllocator = void (*)(PyMemAllocatorDomain, PyMemAllocatorEx*);
+
+}  // namespace
+
+bool install_allocator_hooks() {
+    if (g_installed.load(std::memory_order_relaxed)) return true;
+    if (!present()) return false;
+    FrameRef probe_frame;
+    if (capture(&probe_frame, 1) == 0) return false;  // not initialised, or GIL not held here
+    auto get = reinterpret_cast<GetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_GetAllocator"));
+    auto set = reinterpret_cast<SetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_SetAllocator"));
+    if (!get || !set) return false;
+    const PyMemAllocatorDomain domains[2] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+    for (int i = 0; i < 2; ++i) {
+        get(domains[i], &g_original[i]);
+        PyMemAllocatorEx hooks = {&g_original[i], hooked_malloc, hooked_calloc, hooked_realloc, hooked_free};
+        set(domains[i], &hooks);
+    }
+    g_installed.store(true, std::memory_order_relaxed);
+    return true;
+}
+
+}  // namespace growtrace::preload::python

@@ -1,0 +1,14 @@
+// PEP 445 hooks on CPython's object and "mem" allocator domains. Objects that pymalloc serves
+// never reach malloc, so without these most Python memory would be invisible. The hooks wrap
+// whatever allocator is installed (pymalloc, malloc, debug hooks) and record each block with
+// its Python stack only: no native unwinding for the most frequent allocations in a Python
+// program, which is what keeps their cost low.
+#pragma once
+
+namespace growtrace::preload::python {
+
+// Installs the hooks if the interpreter is initialised and the calling thread holds the GIL
+// (swapping allocators is only safe then). Returns true once installed; cheap afterwards.
+bool install_allocator_hooks();
+
+}  // namespace growtrace::preload::python

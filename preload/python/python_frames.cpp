@@ -1,0 +1,121 @@
+// Compiled against CPython 3.11's internal headers for the layout of _PyInterpreterFrame,
+// PyThreadState and PyCodeObject; nothing is linked. The layouts are stable within 3.11.x
+// (3.11.2 from Debian and 3.11.7 from pyenv are both used here), and probe() refuses any
+// other minor version.
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+
+#include "preload/python/python_frames.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
+
+#include "preload/log.h"
+#include "preload/stack_tree.h"
+
+namespace growtrace::preload::python {
+namespace {
+
+struct Api {
+    int (*is_initialized)();
+    PyThreadState* (*this_thread_state)();
+    PyThreadState* (*gil_holder)();
+    int (*addr_to_line)(PyCodeObject*, int);
+    const char* (*utf8)(PyObject*, Py_ssize_t*);
+    uint64_t eval_begin, eval_end;
+};
+Api g_api;
+bool g_present = false;
+bool g_probed = false;
+StackTree g_locations;  // (instruction offset, code object) -> id
+
+template <typename F>
+bool resolve(F& fn, const char* name) {
+    fn = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+    return fn != nullptr;
+}
+
+bool find_eval_loop() {
+    void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+    if (!eval) return false;
+    Dl_info info;
+    void* entry = nullptr;
+    if (!dladdr1(eval, &info, &entry, RTLD_DL_SYMENT) || !entry) return false;
+    auto* sym = static_cast<const ElfW(Sym)*>(entry);
+    g_api.eval_begin = reinterpret_cast<uint64_t>(eval);
+    g_api.eval_end = g_api.eval_begin + sym->st_size;
+    return sym->st_size > 0;
+}
+
+// Strings of code objects are almost always compact ASCII, whose bytes can be read in place;
+// anything else goes through PyUnicode_AsUTF8AndSize (GIL held, recursion guard set).
+const char* text_of(PyObject* s, Py_ssize_t& size) {
+    size = 0;
+    if (!s || !PyUnicode_Check(s)) return "";
+    const char* t = g_api.utf8(s, &size);
+    return t ? t : "";
+}
+
+}  // namespace
+
+bool probe() {
+    if (g_probed) return g_present;
+    g_probed = true;
+    const char* (*version)() = nullptr;
+    if (!resolve(version, "Py_GetVersion")) return false;
+    const char* v = version();
+    if (strncmp(v, "3.11.", 5) != 0) {
+        log_line("Python %.6s is not supported for Python stacks (3.11 only); native stacks only", v);
+        return false;
+    }
+    bool ok = resolve(g_api.is_initialized, "Py_IsInitialized") &&
+              resolve(g_api.this_thread_state, "PyGILState_GetThisThreadState") &&
+              resolve(g_api.gil_holder, "_PyThreadState_UncheckedGet") &&
+              resolve(g_api.addr_to_line, "PyCode_Addr2Line") &&
+              resolve(g_api.utf8, "PyUnicode_AsUTF8AndSize") && find_eval_loop() && g_locations.init(20);
+    g_present = ok;
+    return ok;
+}
+
+bool present() { return g_present; }
+
+int capture(FrameRef* frames, int max_frames) {
+    if (!g_present || !g_api.is_initialized()) return 0;
+    PyThreadState* mine = g_api.this_thread_state();
+    if (!mine || mine != g_api.gil_holder() || !mine->cframe) return 0;
+    int count = 0;
+    for (_PyInterpreterFrame* f = mine->cframe->current_frame; f && count < max_frames; f = f->previous) {
+        if (_PyFrame_IsIncomplete(f)) continue;
+        frames[count++] = {f->f_code, _PyInterpreterFrame_LASTI(f), f->is_entry};
+    }
+    return count;
+}
+
+bool is_eval_frame(uint64_t ip) { return ip >= g_api.eval_begin && ip < g_api.eval_end; }
+
+uint32_t intern(const FrameRef& frame, bool& created) {
+    uint32_t id = g_locations.intern(static_cast<uint32_t>(frame.offset), reinterpret_cast<uint64_t>(frame.code),
+                                     created);
+    // The id stands for this code object from now on, so it must never be freed and its
+    // address reused by another one.
+    if (created) Py_INCREF(reinterpret_cast<PyObject*>(const_cast<void*>(frame.code)));
+    return id;
+}
+
+void encode_frame(uint32_t id, const FrameRef& frame, format::RecordEncoder& out) {
+    auto* code = reinterpret_cast<PyCodeObject*>(const_cast<void*>(frame.code));
+    Py_ssize_t file_size, name_size;
+    const char* file = text_of(code->co_filename, file_size);
+    const char* name = text_of(code->co_qualname, name_size);
+    int line = g_api.addr_to_line(code, frame.offset * static_cast<int>(sizeof(_Py_CODEUNIT)));
+    out.varint(id).string(file, static_cast<size_t>(file_size)).string(name, static_cast<size_t>(name_size));
+    out.varint(line > 0 ? static_cast<uint64_t>(line) : 0);
+}
+
+void reset() { g_locations.reset(); }
+
+}  // namespace growtrace::preload::python

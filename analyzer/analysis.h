@@ -1,0 +1,61 @@
+// The analysis of one trace: reads it, builds the retention model, symbolizes and groups the
+// stacks that matter, classifies each group. The result is plain data that the JSON, text
+// (and later HTML) reports render.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/growth_classifier.h"
+#include "analyzer/retention.h"
+#include "analyzer/symbolizer.h"
+
+namespace growtrace {
+
+struct GroupReport {
+    std::vector<uint64_t> stack_ids;  // leaf stack ids merged into this group (same frames)
+    std::vector<Frame> frames;        // innermost first
+    GrowthVerdict verdict;
+    uint64_t retained_bytes = 0;      // live at the end
+    uint64_t live_allocations = 0;
+    uint64_t allocations = 0;
+    uint64_t allocated_bytes = 0;
+};
+
+struct TimelinePoint {
+    double t_s = 0;           // end of the window, seconds since process start
+    uint64_t heap_bytes = 0;  // traced heap
+    uint64_t rss_bytes = 0;   // last RSS sample at or before t (0 if none yet)
+};
+
+struct ChildTrace {
+    std::string kind;  // "fork" or "exec"
+    uint64_t pid = 0;  // fork only
+    std::string path;
+};
+
+struct AnalysisResult {
+    std::string command;
+    uint64_t pid = 0;
+    double duration_s = 0;
+    double window_s = 0;
+    uint32_t trace_format_version = 0;
+    bool ended_cleanly = false;
+    RetentionTotals totals;
+    std::vector<GroupReport> findings;  // unbounded groups, largest retained first
+    std::vector<GroupReport> groups;    // other significant groups, largest retained first
+    std::vector<TimelinePoint> timeline;
+    std::vector<ChildTrace> children;
+    std::vector<std::string> warnings;
+};
+
+// How many non-finding groups a result keeps (largest retained first).
+inline constexpr size_t kMaxReportedGroups = 20;
+// Windows narrower than this are merged: finer resolution only adds noise to the classifier.
+inline constexpr double kMinWindowSeconds = 0.010;
+
+// Throws TraceError on unreadable or corrupt input.
+AnalysisResult analyze_trace(const std::string& path);
+
+}  // namespace growtrace

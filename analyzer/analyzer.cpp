@@ -1,0 +1,54 @@
+#include "analyzer/analyzer.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "analyzer/dump.h"
+#include "analyzer/report_json.h"
+#include "analyzer/report_text.h"
+#include "analyzer/trace_error.h"
+
+namespace growtrace {
+
+namespace {
+
+int fail(std::ostream& err, const std::string& message) {
+    err << "growtrace: error: " << message << '\n';
+    return kExitError;
+}
+
+}  // namespace
+
+int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostream& err) {
+    AnalysisResult result;
+    try {
+        result = analyze_trace(options.trace_path);
+    } catch (const TraceError& e) {
+        return fail(err, e.what());
+    } catch (const std::bad_alloc&) {
+        return fail(err, fmt::format("out of memory while analysing {}", options.trace_path));
+    }
+    if (options.json) out << report_json(result).dump(2) << '\n';
+    else write_text_report(result, out);
+    if (!options.json_output_path.empty()) {
+        std::ofstream file(options.json_output_path, std::ios::binary | std::ios::trunc);
+        file << report_json(result).dump(2) << '\n';
+        if (!file) return fail(err, fmt::format("cannot write {}: {}", options.json_output_path, std::strerror(errno)));
+    }
+    return options.fail_on_growth && !result.findings.empty() ? kExitGrowthFound : kExitOk;
+}
+
+int dump_command(const std::string& path, std::ostream& out, std::ostream& err) {
+    try {
+        dump_trace(path, out);
+    } catch (const TraceError& e) {
+        out.flush();
+        return fail(err, e.what());
+    }
+    return kExitOk;
+}
+
+}  // namespace growtrace

@@ -1,0 +1,33 @@
+// The analyzer's API for the CLI (tools/): `growtrace analyze` and `growtrace dump`.
+// For other front ends (an HTML report), analyze_trace() in analysis.h returns the
+// AnalysisResult these commands render.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "analyzer/analysis.h"
+
+namespace growtrace {
+
+struct AnalyzeOptions {
+    std::string trace_path;
+    bool json = false;            // JSON report instead of text
+    bool fail_on_growth = false;  // exit kExitGrowthFound when there is a finding
+    // If set, the JSON report is also written to this file (whatever `json` says).
+    std::string json_output_path;
+};
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 2;
+inline constexpr int kExitGrowthFound = 3;
+
+// Analyses the trace and writes the report to out. Returns kExitOk, kExitGrowthFound (only
+// with fail_on_growth), or kExitError after writing one line "growtrace: error: ..." to err.
+int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostream& err);
+
+// Prints every record of the trace to out. Returns kExitOk, or kExitError with one line on err
+// (what was readable before the damage is still printed).
+int dump_command(const std::string& path, std::ostream& out, std::ostream& err);
+
+}  // namespace growtrace

@@ -1,0 +1,111 @@
+#include "analyzer/dump.h"
+
+#include <fmt/format.h>
+
+#include "analyzer/record_decoder.h"
+#include "analyzer/trace_reader.h"
+
+namespace growtrace {
+
+namespace {
+
+std::string quoted(const std::string& s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') out += fmt::format("\\{}", static_cast<char>(c));
+        else if (c < 0x20 || c >= 0x7f) out += fmt::format("\\x{:02x}", c);
+        else out += static_cast<char>(c);
+    }
+    return out + "\"";
+}
+
+std::string hex(const std::string& bytes) {
+    std::string out;
+    for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
+    return out.empty() ? "-" : out;
+}
+
+class DumpVisitor : public RecordVisitor {
+public:
+    explicit DumpVisitor(std::ostream& out) : out_(out) {}
+
+    void on_record(const RawRecord& r) override { prefix_ = fmt::format("  +{:<8} ", r.record_offset); }
+    void on_process(const ProcessRecord& r) override {
+        std::string argv;
+        for (const auto& a : r.argv) argv += (argv.empty() ? "" : " ") + quoted(a);
+        line(fmt::format("Process pid={} ppid={} start_ticks={} start_monotonic_ns={} start_realtime_ns={} exe={} "
+                         "argv=[{}] parent_trace={}",
+                         r.pid, r.ppid, r.start_ticks, r.start_monotonic_ns, r.start_realtime_ns, quoted(r.exe), argv,
+                         quoted(r.parent_trace)));
+    }
+    void on_module(const ModuleRecord& r) override {
+        std::string segs;
+        for (const auto& s : r.segments) segs += fmt::format(" [0x{:x}+0x{:x}]", s.start, s.size);
+        line(fmt::format("Module base=0x{:x} path={} build_id={} segments={}{}", r.base, quoted(r.path), hex(r.build_id),
+                         r.segments.size(), segs));
+    }
+    void on_modules_reset(const ModulesResetRecord& r) override { line(fmt::format("ModulesReset ticks={}", r.ticks)); }
+    void on_thread(const ThreadRecord& r) override { line(fmt::format("Thread tid={} base_ticks={}", r.tid, r.base_ticks)); }
+    void on_stack_node(const StackNodeRecord& r) override {
+        if (r.ip & format::kPythonFrameTag)
+            line(fmt::format("StackNode id={} parent={} python_frame={}", r.id, r.parent, r.ip & ~format::kPythonFrameTag));
+        else
+            line(fmt::format("StackNode id={} parent={} ip=0x{:x}", r.id, r.parent, r.ip));
+    }
+    void on_py_frame(const PyFrameRecord& r) override {
+        line(fmt::format("PyFrame id={} file={} function={} line={}", r.id, quoted(r.file), quoted(r.function), r.line));
+    }
+    void on_thread_name(const ThreadNameRecord& r) override { line(fmt::format("ThreadName tid={} name={}", r.tid, quoted(r.name))); }
+    void on_alloc(const AllocEvent& e) override {
+        line(fmt::format("Alloc tid={} ticks={} size={} addr=0x{:x} stack={}", e.tid, e.ticks, e.size, e.addr, e.stack_id));
+    }
+    void on_free(const FreeEvent& e) override { line(fmt::format("Free tid={} ticks={} addr=0x{:x}", e.tid, e.ticks, e.addr)); }
+    void on_time_mark(const TimeMarkRecord& r) override {
+        line(fmt::format("TimeMark ticks={} monotonic_ns={} rss_bytes={}", r.ticks, r.monotonic_ns, r.rss_bytes));
+    }
+    void on_end(const EndRecord& r) override { line(fmt::format("End ticks={} monotonic_ns={}", r.ticks, r.monotonic_ns)); }
+    void on_fork(const ForkRecord& r) override { line(fmt::format("Fork child_pid={} path={}", r.child_pid, quoted(r.path))); }
+    void on_exec(const ExecRecord& r) override { line(fmt::format("Exec path={}", quoted(r.path))); }
+    void on_tracer_error(const TracerErrorRecord& r) override {
+        line(fmt::format("TracerError ticks={} message={}", r.ticks, quoted(r.message)));
+    }
+    void on_unknown(const RawRecord& r) override {
+        line(fmt::format("{} (not decoded) length={}", record_kind_name(r.kind), r.size));
+    }
+
+private:
+    void line(const std::string& text) { out_ << prefix_ << text << '\n'; }
+
+    std::ostream& out_;
+    std::string prefix_;
+};
+
+const char* codec_name(uint8_t codec) {
+    switch (static_cast<format::Codec>(codec)) {
+        case format::Codec::Raw: return "raw";
+        case format::Codec::Zstd: return "zstd";
+    }
+    return "?";
+}
+
+}  // namespace
+
+void dump_trace(const std::string& path, std::ostream& out) {
+    TraceReader reader(path);
+    out << fmt::format("trace {}: format version {}, {} bytes\n", path, reader.version(), reader.file_size());
+    DumpVisitor visitor(out);
+    RecordDecoder decoder(visitor);
+    RawRecord rec;
+    while (reader.next(rec)) {
+        if (reader.first_in_block()) {
+            const BlockInfo& b = reader.block();
+            out << fmt::format("block {} at offset {}: codec {}, stored {} bytes, raw {} bytes\n", b.index, b.offset,
+                               codec_name(b.codec), b.stored_size, b.raw_size);
+        }
+        decoder.decode(rec);
+    }
+    out << fmt::format("{} blocks; {}\n", reader.blocks_read(),
+                       decoder.saw_end() ? "ended cleanly" : "no End record (process killed or still running)");
+}
+
+}  // namespace growtrace

@@ -1,0 +1,714 @@
+/* _growtrace_agent: the C half of growtrace's CPython agent (CPython 3.11).
+ *
+ * - Probe: a callable that stands in for the user function inside a
+ *   functools._lru_cache_wrapper. The wrapper only calls its function on a miss, so every
+ *   call of a probe is a cache miss that is about to become an insertion: the probe reports
+ *   MISS_BEGIN (with a key description), calls the real function, reports STORED/RAISED.
+ *   Being C, it adds no Python frame: tracebacks and stacks look exactly as without it.
+ * - Type scan: a gc.callbacks callable that, at the start of each collection, reports the
+ *   heap types in generation 0 (= created since the previous collection).
+ * - Sinks: the preload library's API (growtrace_py_get_api, see growtrace_py_api.h) when
+ *   present, else JSON lines to $GROWTRACE_PYAGENT_LOG (for tests), else nothing.
+ *
+ * The Python half (pyagent/startup/_growtrace_pyagent.py) patches functools.lru_cache and
+ * resolves names. Build: pyagent/build.sh.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "growtrace_py_api.h"
+#include "py311_frames.h"
+
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
+#error "_growtrace_agent supports CPython 3.11 only"
+#endif
+
+/* ------------------------------------------------------------------------------------ */
+/* Sinks                                                                                 */
+
+static const growtrace_py_api *g_native;  /* preload library, or NULL */
+static int g_log_fd = -1;                 /* JSON lines file, or -1 */
+static uint64_t g_next_cache_id = 1;
+static unsigned long long g_counts[4];    /* creates, begins, ends, types: for stats() */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int overflow;
+} Buf;
+
+static void buf_putn(Buf *b, const char *s, size_t n) {
+    if (b->len + n >= b->cap) {
+        n = b->len < b->cap - 1 ? b->cap - 1 - b->len : 0;
+        b->overflow = 1;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+static void buf_puts(Buf *b, const char *s) { buf_putn(b, s, strlen(s)); }
+static void buf_printf(Buf *b, const char *fmt, ...) {
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0) buf_putn(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+/* JSON string literal */
+static void buf_json(Buf *b, const char *s, size_t n) {
+    buf_putn(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            buf_putn(b, e, 2);
+        } else if (c < 0x20) {
+            buf_printf(b, "\\u%04x", c);
+        } else {
+            buf_putn(b, (const char *)&c, 1);
+        }
+    }
+    buf_putn(b, "\"", 1);
+}
+
+static void log_begin(Buf *b, const char *kind) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    buf_printf(b, "{\"kind\":\"%s\",\"ns\":%lld,\"tid\":%ld", kind,
+               (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, (long)syscall(SYS_gettid));
+}
+static void log_end(Buf *b) {
+    buf_puts(b, "}\n");
+    if (b->overflow) { /* keep the line valid JSON: truncated records are dropped */
+        return;
+    }
+    /* O_APPEND + one write per line: lines from threads and forked children never mix */
+    ssize_t r = write(g_log_fd, b->p, b->len);
+    (void)r;
+}
+
+/* The current Python stack as a JSON array of "file:line:function" (file sink only). */
+static void log_python_stack(Buf *b, const char *field) {
+    buf_printf(b, ",\"%s\":[", field);
+    PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(f);
+    int depth = 0;
+    while (f != NULL && depth < 32) {
+        PyCodeObject *code = PyFrame_GetCode(f);
+        const char *file = PyUnicode_AsUTF8(code->co_filename);
+        const char *name = PyUnicode_AsUTF8(code->co_qualname);
+        char tmp[64];
+        if (depth) buf_puts(b, ",");
+        Buf one = {malloc(1024), 0, 1024, 0};
+        if (one.p) {
+            one.p[0] = '\0';
+            buf_puts(&one, file ? file : "?");
+            snprintf(tmp, sizeof tmp, ":%d:", PyFrame_GetLineNumber(f));
+            buf_puts(&one, tmp);
+            buf_puts(&one, name ? name : "?");
+            buf_json(b, one.p, one.len);
+            free(one.p);
+        }
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+        depth++;
+    }
+    Py_XDECREF(f);
+    PyErr_Clear(); /* PyUnicode_AsUTF8 can fail on lone surrogates */
+    buf_puts(b, "]");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Describing objects without running user code                                          */
+
+#define MAX_KEY_TYPES 16
+#define KEY_DESC_CAP 512
+
+typedef struct {
+    Buf text;
+    uintptr_t types[MAX_KEY_TYPES];
+    size_t ntypes;
+} KeyDesc;
+
+/* "module.qualname" of a class, read from its own storage (no descriptors, no __getattr__). */
+static void put_type_name(Buf *b, PyTypeObject *tp) {
+    if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
+        PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
+        PyObject *mod = tp->tp_dict ? PyDict_GetItemString(tp->tp_dict, "__module__") : NULL;
+        if (mod && PyUnicode_Check(mod)) {
+            const char *m = PyUnicode_AsUTF8(mod);
+            if (m && strcmp(m, "builtins") != 0) {
+                buf_puts(b, m);
+                buf_puts(b, ".");
+            }
+        }
+        const char *q = ht->ht_qualname && PyUnicode_Check(ht->ht_qualname)
+                            ? PyUnicode_AsUTF8(ht->ht_qualname) : NULL;
+        buf_puts(b, q ? q : tp->tp_name);
+    } else {
+        buf_puts(b, tp->tp_name); /* "module.name" already, or a builtin's bare name */
+    }
+    PyErr_Clear();
+}
+
+static int module_is(PyTypeObject *tp, const char *module) {
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || !tp->tp_dict) return 0;
+    PyObject *mod = PyDict_GetItemString(tp->tp_dict, "__module__");
+    if (!mod || !PyUnicode_Check(mod)) return 0;
+    return PyUnicode_CompareWithASCIIString(mod, module) == 0;
+}
+
+/* Generic attribute lookup that ignores a class's __getattr__/__getattribute__ overrides. */
+static PyObject *plain_attr(PyObject *o, const char *name) {
+    PyObject *n = PyUnicode_InternFromString(name);
+    if (!n) { PyErr_Clear(); return NULL; }
+    PyObject *v = PyObject_GenericGetAttr(o, n);
+    Py_DECREF(n);
+    if (!v) PyErr_Clear();
+    return v;
+}
+
+static void describe(KeyDesc *k, PyObject *o, int depth);
+
+static void describe_seq(KeyDesc *k, PyObject *items, int depth, const char *open, const char *close) {
+    buf_puts(&k->text, open);
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i) buf_puts(&k->text, ", ");
+        if (i == 6) { buf_puts(&k->text, "..."); break; }
+        describe(k, PyTuple_GET_ITEM(items, i), depth + 1);
+    }
+    buf_puts(&k->text, close);
+}
+
+static void describe(KeyDesc *k, PyObject *o, int depth) {
+    Buf *b = &k->text;
+    if (depth > 3 || b->overflow) { buf_puts(b, "..."); return; }
+    PyTypeObject *tp = Py_TYPE(o);
+    if (PyType_Check(o)) {
+        if (k->ntypes < MAX_KEY_TYPES) k->types[k->ntypes++] = (uintptr_t)o;
+        put_type_name(b, (PyTypeObject *)o);
+        return;
+    }
+    if (PyTuple_CheckExact(o)) {
+        describe_seq(k, o, depth, "(", PyTuple_GET_SIZE(o) == 1 ? ",)" : ")");
+        return;
+    }
+    /* typing aliases (typing._GenericAlias, _UnionGenericAlias, ...) and
+       types.GenericAlias / types.UnionType: origin[args] */
+    const char *tn = tp->tp_name;
+    if (module_is(tp, "typing") || strcmp(tn, "types.GenericAlias") == 0 ||
+        strcmp(tn, "types.UnionType") == 0) {
+        PyObject *origin = plain_attr(o, "__origin__");
+        PyObject *args = plain_attr(o, "__args__");
+        if (origin) {
+            PyObject *special = NULL;
+            if (!PyType_Check(origin) && module_is(Py_TYPE(origin), "typing") &&
+                (special = plain_attr(origin, "_name")) && PyUnicode_Check(special)) {
+                buf_puts(b, "typing.");
+                const char *s = PyUnicode_AsUTF8(special);
+                buf_puts(b, s ? s : "?");
+            } else if (PyType_Check(origin)) {
+                put_type_name(b, (PyTypeObject *)origin);
+            } else {
+                put_type_name(b, Py_TYPE(origin));
+            }
+            Py_XDECREF(special);
+        } else {
+            buf_puts(b, strcmp(tn, "types.UnionType") == 0 ? "Union" : "?");
+        }
+        if (args && PyTuple_Check(args)) describe_seq(k, args, depth, "[", "]");
+        Py_XDECREF(origin);
+        Py_XDECREF(args);
+        PyErr_Clear();
+        return;
+    }
+    /* anything else: its type only (no values: cost and privacy) */
+    put_type_name(b, tp);
+}
+
+static void describe_key(KeyDesc *k, PyObject *const *args, size_t nargs, PyObject *kwnames) {
+    Buf *b = &k->text;
+    buf_puts(b, "(");
+    for (size_t i = 0; i < nargs; i++) {
+        if (i) buf_puts(b, ", ");
+        if (i == 8) { buf_puts(b, "..."); break; }
+        describe(k, args[i], 1);
+    }
+    if (nargs == 1 && !kwnames) buf_puts(b, ",");
+    if (kwnames) {
+        Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t i = 0; i < nk && i < 8; i++) {
+            if (nargs || i) buf_puts(b, ", ");
+            const char *kn = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
+            buf_puts(b, kn ? kn : "?");
+            buf_puts(b, "=");
+            describe(k, args[nargs + i], 1);
+        }
+    }
+    buf_puts(b, ")");
+    PyErr_Clear();
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Probe                                                                                 */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func;        /* the user's function */
+    PyObject *cache_dict;  /* borrowed: owned by the lru wrapper, which owns us */
+    PyObject *on_first_miss; /* Python callable(probe) that announces the cache, or NULL */
+    uint64_t cache_id;
+    uint64_t seq;
+    vectorcallfunc vectorcall;
+} ProbeObject;
+
+static void emit_miss(ProbeObject *p, uint32_t phase, uint64_t seq, uint64_t entries_before,
+                      KeyDesc *key, PyObject *result) {
+    const char *vt = "";
+    Buf vbuf = {NULL, 0, 0, 0};
+    char vstore[256];
+    if (phase == GROWTRACE_PY_MISS_STORED && result) {
+        vbuf.p = vstore; vbuf.cap = sizeof vstore; vstore[0] = '\0';
+        put_type_name(&vbuf, Py_TYPE(result));
+        vt = vstore;
+    }
+    if (g_native) {
+        growtrace_py_cache_insert ins = {0};
+        ins.size = sizeof ins;
+        ins.phase = phase;
+        ins.cache_id = p->cache_id;
+        ins.insert_seq = seq;
+        ins.entries_before = entries_before;
+        if (key) {
+            ins.key_desc = key->text.p; ins.key_desc_len = key->text.len;
+            ins.key_types = key->types; ins.key_type_count = key->ntypes;
+        }
+        ins.value_type = vt; ins.value_type_len = strlen(vt);
+        g_native->cache_insert(&ins);
+    }
+    if (g_log_fd >= 0) {
+        char store[8192];
+        Buf b = {store, 0, sizeof store, 0};
+        store[0] = '\0';
+        log_begin(&b, phase == GROWTRACE_PY_MISS_BEGIN ? "cache_miss_begin" : "cache_miss_end");
+        buf_printf(&b, ",\"cache_id\":%llu,\"seq\":%llu,\"entries_before\":%llu",
+                   (unsigned long long)p->cache_id, (unsigned long long)seq,
+                   (unsigned long long)entries_before);
+        if (key) {
+            buf_puts(&b, ",\"key\":");
+            buf_json(&b, key->text.p, key->text.len);
+            buf_puts(&b, ",\"key_types\":[");
+            for (size_t i = 0; i < key->ntypes; i++)
+                buf_printf(&b, "%s%llu", i ? "," : "", (unsigned long long)key->types[i]);
+            buf_puts(&b, "]");
+            log_python_stack(&b, "stack");
+        } else {
+            buf_printf(&b, ",\"status\":\"%s\",\"value_type\":",
+                       phase == GROWTRACE_PY_MISS_STORED ? "stored" : "raised");
+            buf_json(&b, vt, strlen(vt));
+        }
+        log_end(&b);
+    }
+}
+
+static PyObject *probe_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    ProbeObject *p = (ProbeObject *)self;
+    if (!g_native && g_log_fd < 0)
+        return PyObject_Vectorcall(p->func, args, nargsf, kwnames);
+
+    /* Announce the cache at its first miss: by then the decorated name is bound. */
+    if (p->on_first_miss) {
+        PyObject *cb = p->on_first_miss;
+        p->on_first_miss = NULL;
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        PyObject *r = PyObject_CallOneArg(cb, self);
+        if (!r) PyErr_Clear();
+        Py_XDECREF(r);
+        Py_DECREF(cb);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+    }
+
+    uint64_t seq = ++p->seq;
+    uint64_t before = p->cache_dict ? (uint64_t)PyDict_GET_SIZE(p->cache_dict) : 0;
+    {
+        char text[KEY_DESC_CAP];
+        KeyDesc key = {{text, 0, sizeof text, 0}, {0}, 0};
+        text[0] = '\0';
+        describe_key(&key, args, PyVectorcall_NARGS(nargsf), kwnames);
+        emit_miss(p, GROWTRACE_PY_MISS_BEGIN, seq, before, &key, NULL);
+        g_counts[1]++;
+    }
+
+    PyObject *result = PyObject_Vectorcall(p->func, args, nargsf, kwnames);
+
+    if (result) {
+        emit_miss(p, GROWTRACE_PY_MISS_STORED, seq, before, NULL, result);
+    } else {
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        emit_miss(p, GROWTRACE_PY_MISS_RAISED, seq, before, NULL, NULL);
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+    }
+    g_counts[2]++;
+    return result;
+}
+
+static PyObject *probe_call(PyObject *self, PyObject *args, PyObject *kwargs) {
+    return PyVectorcall_Call(self, args, kwargs);
+}
+
+static int probe_traverse(ProbeObject *p, visitproc visit, void *arg) {
+    Py_VISIT(p->func);
+    Py_VISIT(p->on_first_miss);
+    return 0;
+}
+static int probe_clear(ProbeObject *p) {
+    Py_CLEAR(p->func);
+    Py_CLEAR(p->on_first_miss);
+    p->cache_dict = NULL;
+    return 0;
+}
+static void probe_dealloc(ProbeObject *p) {
+    PyObject_GC_UnTrack(p);
+    probe_clear(p);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+/* Attributes visible to the Python half (the wrapper never exposes its func, so the
+   program cannot reach these). */
+static PyObject *probe_get_cache_id(ProbeObject *p, void *c) {
+    (void)c;
+    return PyLong_FromUnsignedLongLong(p->cache_id);
+}
+static PyObject *probe_get_func(ProbeObject *p, void *c) {
+    (void)c;
+    return Py_NewRef(p->func ? p->func : Py_None);
+}
+static PyGetSetDef probe_getset[] = {
+    {"cache_id", (getter)probe_get_cache_id, NULL, NULL, NULL},
+    {"func", (getter)probe_get_func, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ProbeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_growtrace_agent.Probe",
+    .tp_basicsize = sizeof(ProbeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(ProbeObject, vectorcall),
+    .tp_call = probe_call,
+    .tp_traverse = (traverseproc)probe_traverse,
+    .tp_clear = (inquiry)probe_clear,
+    .tp_dealloc = (destructor)probe_dealloc,
+    .tp_getset = probe_getset,
+};
+
+/* make_probe(func, on_first_miss) -> Probe */
+static PyObject *make_probe(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *func, *on_first_miss;
+    if (!PyArg_ParseTuple(args, "OO", &func, &on_first_miss)) return NULL;
+    ProbeObject *p = PyObject_GC_New(ProbeObject, &ProbeType);
+    if (!p) return NULL;
+    p->func = Py_NewRef(func);
+    p->on_first_miss = on_first_miss == Py_None ? NULL : Py_NewRef(on_first_miss);
+    p->cache_dict = NULL;
+    p->cache_id = g_next_cache_id++;
+    p->seq = 0;
+    p->vectorcall = probe_vectorcall;
+    PyObject_GC_Track(p);
+    return (PyObject *)p;
+}
+
+/* attach_probe(probe, cache_dict): the dict is only known once the wrapper exists. */
+static PyObject *attach_probe(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *probe, *dict;
+    if (!PyArg_ParseTuple(args, "O!O!", &ProbeType, &probe, &PyDict_Type, &dict)) return NULL;
+    ((ProbeObject *)probe)->cache_dict = dict; /* borrowed, see ProbeObject */
+    Py_RETURN_NONE;
+}
+
+static PyObject *new_cache_id(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    return PyLong_FromUnsignedLongLong(g_next_cache_id++);
+}
+
+static PyObject *capture_stack(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    return PyLong_FromUnsignedLongLong(g_native ? g_native->capture_stack() : 0);
+}
+
+static const char *utf8_or_empty(PyObject *s, Py_ssize_t *len) {
+    if (s && PyUnicode_Check(s)) {
+        const char *r = PyUnicode_AsUTF8AndSize(s, len);
+        if (r) return r;
+        PyErr_Clear();
+    }
+    *len = 0;
+    return "";
+}
+
+/* cache_created(cache_id, wrapper, cache_dict, maxsize(-1), flags, stack_id, module, qualname,
+                 creator_module, creator_file, creator_line, bound_names(str '\0'-joined),
+                 creation_stack(list of str or None)) */
+static PyObject *cache_created(PyObject *m, PyObject *args) {
+    (void)m;
+    unsigned long long cache_id, stack_id;
+    PyObject *wrapper, *dict, *module, *qualname, *cmod, *cfile, *names, *cstack;
+    long long maxsize;
+    unsigned int flags, cline;
+    if (!PyArg_ParseTuple(args, "KOOLIKUUUUIUO", &cache_id, &wrapper, &dict, &maxsize, &flags,
+                          &stack_id, &module, &qualname, &cmod, &cfile, &cline, &names, &cstack))
+        return NULL;
+    Py_ssize_t ml, ql, cml, cfl, nl;
+    growtrace_py_cache_info info = {0};
+    info.size = sizeof info;
+    info.flags = flags;
+    info.cache_id = cache_id;
+    info.wrapper = (uintptr_t)wrapper;
+    info.cache_dict = PyDict_Check(dict) ? (uintptr_t)dict : 0;
+    info.maxsize = maxsize;
+    info.creation_stack_id = stack_id;
+    info.entries = PyDict_Check(dict) ? (uint64_t)PyDict_GET_SIZE(dict) : 0;
+    info.module = utf8_or_empty(module, &ml); info.module_len = (size_t)ml;
+    info.qualname = utf8_or_empty(qualname, &ql); info.qualname_len = (size_t)ql;
+    info.creator_module = utf8_or_empty(cmod, &cml); info.creator_module_len = (size_t)cml;
+    info.creator_file = utf8_or_empty(cfile, &cfl); info.creator_file_len = (size_t)cfl;
+    info.creator_line = cline;
+    info.bound_names = utf8_or_empty(names, &nl); info.bound_names_len = (size_t)nl;
+    g_counts[0]++;
+    if (g_native) g_native->cache_created(&info);
+    if (g_log_fd >= 0) {
+        char store[8192];
+        Buf b = {store, 0, sizeof store, 0};
+        store[0] = '\0';
+        log_begin(&b, "cache_create");
+        buf_printf(&b, ",\"cache_id\":%llu,\"wrapper\":%llu,\"dict\":%llu,\"maxsize\":%lld,"
+                       "\"flags\":%u,\"entries\":%llu,\"module\":",
+                   cache_id, (unsigned long long)info.wrapper, (unsigned long long)info.cache_dict,
+                   maxsize, flags, (unsigned long long)info.entries);
+        buf_json(&b, info.module, info.module_len);
+        buf_puts(&b, ",\"qualname\":");
+        buf_json(&b, info.qualname, info.qualname_len);
+        buf_puts(&b, ",\"creator_module\":");
+        buf_json(&b, info.creator_module, info.creator_module_len);
+        buf_puts(&b, ",\"creator_file\":");
+        buf_json(&b, info.creator_file, info.creator_file_len);
+        buf_printf(&b, ",\"creator_line\":%u,\"bound_names\":[", cline);
+        const char *s = info.bound_names, *end = s + info.bound_names_len;
+        int first = 1;
+        while (s < end) {
+            const char *z = memchr(s, '\0', (size_t)(end - s));
+            size_t n = z ? (size_t)(z - s) : (size_t)(end - s);
+            if (!first) buf_puts(&b, ",");
+            buf_json(&b, s, n);
+            first = 0;
+            s += n + 1;
+        }
+        buf_puts(&b, "],\"stack\":[");
+        if (cstack && PyList_Check(cstack)) {
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cstack); i++) {
+                Py_ssize_t l;
+                const char *f = utf8_or_empty(PyList_GET_ITEM(cstack, i), &l);
+                if (i) buf_puts(&b, ",");
+                buf_json(&b, f, (size_t)l);
+            }
+        }
+        buf_puts(&b, "]");
+        log_end(&b);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *cache_destroyed(PyObject *m, PyObject *args) {
+    (void)m;
+    unsigned long long cache_id;
+    if (!PyArg_ParseTuple(args, "K", &cache_id)) return NULL;
+    if (g_native) g_native->cache_destroyed(cache_id);
+    if (g_log_fd >= 0) {
+        char store[256];
+        Buf b = {store, 0, sizeof store, 0};
+        store[0] = '\0';
+        log_begin(&b, "cache_destroy");
+        buf_printf(&b, ",\"cache_id\":%llu", cache_id);
+        log_end(&b);
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Type scan (gc.callbacks)                                                              */
+
+static PyObject *g_get_objects; /* gc.get_objects */
+
+static void emit_type(PyTypeObject *tp, uint32_t source) {
+    char mod_s[512], qn_s[512], meta_s[512];
+    Buf mod = {mod_s, 0, sizeof mod_s, 0}, qn = {qn_s, 0, sizeof qn_s, 0},
+        meta = {meta_s, 0, sizeof meta_s, 0};
+    mod_s[0] = qn_s[0] = meta_s[0] = '\0';
+    PyObject *m = tp->tp_dict ? PyDict_GetItemString(tp->tp_dict, "__module__") : NULL;
+    const char *ms = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+    buf_puts(&mod, ms ? ms : "");
+    PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
+    const char *q = ht->ht_qualname && PyUnicode_Check(ht->ht_qualname)
+                        ? PyUnicode_AsUTF8(ht->ht_qualname) : NULL;
+    buf_puts(&qn, q ? q : tp->tp_name);
+    put_type_name(&meta, Py_TYPE(tp));
+    PyErr_Clear();
+    g_counts[3]++;
+    if (g_native) {
+        growtrace_py_type_info info = {0};
+        info.size = sizeof info;
+        info.source = source;
+        info.address = (uintptr_t)tp;
+        info.module = mod.p; info.module_len = mod.len;
+        info.qualname = qn.p; info.qualname_len = qn.len;
+        info.metaclass = meta.p; info.metaclass_len = meta.len;
+        g_native->type_created(&info);
+    }
+    if (g_log_fd >= 0) {
+        char store[2048];
+        Buf b = {store, 0, sizeof store, 0};
+        store[0] = '\0';
+        log_begin(&b, "type_create");
+        buf_printf(&b, ",\"source\":%u,\"address\":%llu,\"module\":", source,
+                   (unsigned long long)(uintptr_t)tp);
+        buf_json(&b, mod.p, mod.len);
+        buf_puts(&b, ",\"qualname\":");
+        buf_json(&b, qn.p, qn.len);
+        buf_puts(&b, ",\"metaclass\":");
+        buf_json(&b, meta.p, meta.len);
+        log_end(&b);
+    }
+}
+
+/* Reports the heap types in GC generation 0. Called with phase "start" by gc.callbacks. */
+static PyObject *scan_young_types(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    if (!g_get_objects) Py_RETURN_NONE;
+    PyObject *objs = PyObject_CallFunction(g_get_objects, "i", 0);
+    if (!objs) { PyErr_Clear(); Py_RETURN_NONE; }
+    Py_ssize_t n = PyList_GET_SIZE(objs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_GET_ITEM(objs, i);
+        if (PyType_Check(o) && (((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
+            ((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_READY)
+            emit_type((PyTypeObject *)o, GROWTRACE_PY_TYPE_FROM_GC_SCAN);
+    }
+    Py_DECREF(objs);
+    Py_RETURN_NONE;
+}
+
+/* gc callback: callback(phase, info) */
+static PyObject *gc_callback(PyObject *m, PyObject *args) {
+    PyObject *phase, *info;
+    if (!PyArg_ParseTuple(args, "OO", &phase, &info)) return NULL;
+    if (PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "start") == 0)
+        return scan_young_types(m, NULL);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Set-up and self-checks                                                                */
+
+/* start(get_objects, log_path or None, agent_path) -> features (int, -1 = no sink) */
+static PyObject *start(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *get_objects, *log_path, *agent_path;
+    if (!PyArg_ParseTuple(args, "OOU", &get_objects, &log_path, &agent_path)) return NULL;
+    Py_XSETREF(g_get_objects, Py_NewRef(get_objects));
+    growtrace_py_get_api_fn get = (growtrace_py_get_api_fn)dlsym(RTLD_DEFAULT, "growtrace_py_get_api");
+    g_native = get ? get(GROWTRACE_PY_API_VERSION) : NULL;
+    if (g_native) {
+        Py_ssize_t l;
+        growtrace_py_agent_info info = {0};
+        info.size = sizeof info;
+        info.python_hexversion = PY_VERSION_HEX;
+        info.agent_path = utf8_or_empty(agent_path, &l);
+        info.agent_path_len = (size_t)l;
+        if (g_native->agent_attach(&info) != 0) g_native = NULL;
+    }
+    if (log_path != Py_None) {
+        PyObject *bytes = PyUnicode_EncodeFSDefault(log_path);
+        if (!bytes) return NULL;
+        if (g_log_fd >= 0) close(g_log_fd);
+        g_log_fd = open(PyBytes_AS_STRING(bytes), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        Py_DECREF(bytes);
+        if (g_log_fd < 0) return PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, log_path);
+    }
+    if (!g_native && g_log_fd < 0) return PyLong_FromLong(-1);
+    return PyLong_FromUnsignedLong(g_native ? g_native->features : 0);
+}
+
+static PyObject *stats(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    return Py_BuildValue("{sKsKsKsKsO}", "caches", g_counts[0], "miss_begin", g_counts[1],
+                         "miss_end", g_counts[2], "types", g_counts[3], "native",
+                         g_native ? Py_True : Py_False);
+}
+
+/* _walk_frames() -> list of (file, qualname, line) read by py311_frames.h, the
+   allocation-free reader the preload library uses, for comparison with
+   traceback.extract_stack() in the tests. */
+static PyObject *walk_frames(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    gt_py311_frame frames[128];
+    size_t n = gt_py311_read_stack(gt_py311_this_thread_state(), frames, 128);
+    PyObject *list = PyList_New(0);
+    if (!list) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char file[1024], name[512];
+        gt_py311_str(frames[i].filename, file, sizeof file);
+        gt_py311_str(frames[i].qualname, name, sizeof name);
+        PyObject *t = Py_BuildValue("(ssii)", file, name, frames[i].line, frames[i].is_entry);
+        if (!t || PyList_Append(list, t) < 0) { Py_XDECREF(t); Py_DECREF(list); return NULL; }
+        Py_DECREF(t);
+    }
+    return list;
+}
+
+static PyMethodDef methods[] = {
+    {"start", start, METH_VARARGS, NULL},
+    {"make_probe", make_probe, METH_VARARGS, NULL},
+    {"attach_probe", attach_probe, METH_VARARGS, NULL},
+    {"new_cache_id", new_cache_id, METH_NOARGS, NULL},
+    {"capture_stack", capture_stack, METH_NOARGS, NULL},
+    {"cache_created", cache_created, METH_VARARGS, NULL},
+    {"cache_destroyed", cache_destroyed, METH_VARARGS, NULL},
+    {"scan_young_types", scan_young_types, METH_NOARGS, NULL},
+    {"gc_callback", gc_callback, METH_VARARGS, NULL},
+    {"stats", stats, METH_NOARGS, NULL},
+    {"_walk_frames", walk_frames, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_growtrace_agent", NULL, -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__growtrace_agent(void) {
+    if (PyType_Ready(&ProbeType) < 0) return NULL;
+    if (gt_py311_init() != 0) {
+        PyErr_SetString(PyExc_ImportError, "_growtrace_agent: CPython symbols not found");
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,80 @@
+# growtrace start-up hook for CPython. `growtrace run` puts this folder first on PYTHONPATH;
+# site.py imports it as `sitecustomize` once the interpreter is initialised, before __main__.
+#
+# It (1) takes itself out of the program's view: removes this folder from sys.path and puts
+# the program's own PYTHONPATH back into os.environ; (2) starts the agent
+# (growtrace-agent.py + the _growtrace_agent C extension, loaded by path, never entered in
+# sys.modules); (3) imports the program's own `sitecustomize`, if any, so that it runs as it
+# would have and is what `sys.modules["sitecustomize"]` holds afterwards; when there is none,
+# it ends with the same ImportError site.py silently ignores, so no `sitecustomize` module is
+# left behind at all.
+#
+# Environment (set by the launcher):
+#   GROWTRACE_PYAGENT_EXT        path of _growtrace_agent*.so (default: ../build/ next to here)
+#   GROWTRACE_PYTHONPATH_ORIG    the program's PYTHONPATH before the launcher prepended this
+#                                folder; empty = it was unset. Absent = leave PYTHONPATH alone.
+#   GROWTRACE_PYAGENT_LOG        JSON-lines log of the agent's records (tests; no tracer needed)
+#   GROWTRACE_PYAGENT=0          do not start the agent (still chains sitecustomize)
+# Failures never stop the program: one "growtrace: " line on stderr, and it runs untraced.
+
+
+def _growtrace_startup():
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def same_dir(entry):
+        try:
+            return os.path.samefile(entry or os.curdir, here)
+        except OSError:
+            return False
+
+    sys.path[:] = [entry for entry in sys.path if not same_dir(entry)]
+    sys.path_importer_cache.pop(here, None)
+    if "GROWTRACE_PYTHONPATH_ORIG" in os.environ:
+        original = os.environ.pop("GROWTRACE_PYTHONPATH_ORIG")
+        if original:
+            os.environ["PYTHONPATH"] = original
+        else:
+            os.environ.pop("PYTHONPATH", None)
+
+    if os.environ.get("GROWTRACE_PYAGENT", "1") != "0":
+        try:
+            import _imp
+
+            ext_path = os.environ.get("GROWTRACE_PYAGENT_EXT")
+            if not ext_path:
+                suffix = _imp.extension_suffixes()[0]
+                ext_path = os.path.join(os.path.dirname(here), "build", "_growtrace_agent" + suffix)
+
+            class _Spec:  # what _imp.create_dynamic reads
+                name = "_growtrace_agent"
+                origin = ext_path
+
+            had_name = "_growtrace_agent" in sys.modules
+            ext = _imp.create_dynamic(_Spec)
+            _imp.exec_dynamic(ext)
+            if not had_name:  # single-phase init enters the module there
+                sys.modules.pop("_growtrace_agent", None)
+            agent_file = os.path.join(here, "growtrace-agent.py")
+            agent = type(sys)("_growtrace_pyagent")
+            agent.__file__ = agent_file
+            with open(agent_file, "rb") as f:
+                exec(compile(f.read(), agent_file, "exec"), agent.__dict__)
+            agent.install(ext, os.environ.get("GROWTRACE_PYAGENT_LOG") or None, ext_path)
+        except Exception as exc:  # the program must run regardless
+            sys.stderr.write(f"growtrace: python agent not started: {type(exc).__name__}: {exc}\n")
+
+
+_growtrace_startup()
+del _growtrace_startup
+
+# Chain to the program's own sitecustomize. Our module is in sys.modules under that name
+# while it runs; the nested import finds the next one on sys.path (this folder is gone), and
+# importlib then keeps the program's module as sys.modules["sitecustomize"].
+import sys as _sys
+
+del _sys.modules["sitecustomize"]
+del _sys
+import sitecustomize  # noqa: E402,F401  (raises ImportError(name="sitecustomize") if none)

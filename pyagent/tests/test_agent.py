@@ -1,0 +1,300 @@
+"""The CPython agent, without the preload library: records go to $GROWTRACE_PYAGENT_LOG.
+
+Runs the stdlib test programs of test_programs/python under both CPython 3.11 builds found
+here (the one running pytest, normally the shared-libpython venv, and Debian's static
+/usr/bin/python3.11) and checks what the agent recorded.
+
+    .venv/bin/python -m pytest pyagent/tests -q
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PYAGENT = REPO / "pyagent"
+STARTUP = PYAGENT / "startup"
+PROGRAMS = REPO / "test_programs" / "python"
+
+sys.path.insert(0, str(PROGRAMS))
+from _common import mark_line  # noqa: E402
+
+
+def _pythons() -> list[str]:
+    found = [sys.executable]
+    static = "/usr/bin/python3.11"
+    if os.path.exists(static) and os.path.realpath(static) != os.path.realpath(sys.executable):
+        found.append(static)
+    return found
+
+
+PYTHONS = _pythons()
+
+
+@pytest.fixture(scope="session")
+def extension(tmp_path_factory) -> str:
+    """Builds the extension once (with the running interpreter's headers); the layout check
+    in build.sh runs against every interpreter's own headers."""
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the agent supports CPython 3.11")
+    if not shutil.which(os.environ.get("CC", "cc")):
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp("agent")
+    built = subprocess.run([str(PYAGENT / "build.sh"), sys.executable, str(out)],
+                           check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    for python in PYTHONS[1:]:
+        include = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"],
+                                 capture_output=True, text=True).stdout.strip()
+        if os.path.exists(os.path.join(include, "internal", "pycore_frame.h")):
+            subprocess.run([str(PYAGENT / "build.sh"), python, str(out / "other")], check=True,
+                           capture_output=True, text=True)
+    return built
+
+
+def run(extension: str, python: str, program: str, *args: str, tmp_path: Path, env: dict | None = None,
+        pythonpath: str | None = None) -> tuple[list[dict], str]:
+    log = tmp_path / f"{Path(program).stem}.{Path(python).name}.jsonl"
+    log.unlink(missing_ok=True)
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GROWTRACE_"))}
+    full_env.update({
+        "PYTHONPATH": str(STARTUP) + (os.pathsep + pythonpath if pythonpath else ""),
+        "GROWTRACE_PYTHONPATH_ORIG": pythonpath or "",
+        "GROWTRACE_PYAGENT_EXT": extension,
+        "GROWTRACE_PYAGENT_LOG": str(log),
+    })
+    full_env.update(env or {})
+    proc = subprocess.run([python, program, *args], env=full_env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "growtrace:" not in proc.stderr, proc.stderr
+    records = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return records, proc.stdout
+
+
+def caches_from(records: list[dict], file_name: str) -> list[dict]:
+    return [r for r in records if r["kind"] == "cache_create" and r["creator_file"].endswith(file_name)]
+
+
+def misses(records: list[dict], cache_id: int, kind: str = "cache_miss_begin") -> list[dict]:
+    return [r for r in records if r["kind"] == kind and r["cache_id"] == cache_id]
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_lru_growth_threads(extension, python, tmp_path):
+    program = str(PROGRAMS / "lru_growth.py")
+    requests = 120
+    records, out = run(extension, python, program, "--requests", str(requests), "--interval", "0",
+                       tmp_path=tmp_path)
+    assert f"currsize={2 * requests}" in out
+    (cache,) = caches_from(records, "lru_growth.py")
+    assert cache["module"] == "__main__" and cache["qualname"] == "adapter_for"
+    assert cache["creator_line"] == mark_line(program, "cache_created")
+    assert cache["bound_names"] == ["__main__.adapter_for"]
+    assert cache["maxsize"] == -1
+    assert cache["stack"][0].startswith(f"{program}:{mark_line(program, 'cache_created')}:")
+
+    begins = misses(records, cache["cache_id"])
+    ends = misses(records, cache["cache_id"], "cache_miss_end")
+    assert len(begins) == len(ends) == 2 * requests
+    assert [r["seq"] for r in begins] == list(range(1, 2 * requests + 1))
+    assert [r["entries_before"] for r in begins] == list(range(2 * requests))
+    assert all(r["status"] == "stored" and r["value_type"] == "dict" for r in ends)
+    union_line = mark_line(program, "cache_call_union")
+    class_line = mark_line(program, "cache_call_class")
+    keys = Counter(r["key"] for r in begins)
+    assert keys == {
+        "(typing.Union[__main__.ParsedMessage[Fact], __main__.ToolCall],)": requests,
+        "(__main__.ParsedText[Fact],)": requests,
+    }
+    lines = Counter(r["stack"][0].rsplit(":", 2)[1] for r in begins)
+    assert lines == {str(union_line): requests, str(class_line): requests}
+    assert all(r["stack"][0].endswith(":handle_request") for r in begins)
+    # Every request keys the cache on a class that is new but has the same name.
+    message_keys = {r["key_types"][0] for r in begins if r["key"].startswith("(typing.Union")}
+    assert len(message_keys) == requests
+    # ... and the gc scan saw those classes being created (those still in generation 0 when
+    # the program ended are not reported).
+    created = [r for r in records if r["kind"] == "type_create" and r["qualname"] == "ParsedMessage[Fact]"]
+    assert len(created) >= 0.8 * requests
+    assert {r["address"] for r in created} <= message_keys
+    assert all(r["module"] == "__main__" and r["metaclass"] == "type" for r in created)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_lru_growth_single_thread_stops(extension, python, tmp_path):
+    records, out = run(extension, python, str(PROGRAMS / "lru_growth.py"), "--mode", "single",
+                       "--requests", "100", "--interval", "0", tmp_path=tmp_path)
+    (cache,) = caches_from(records, "lru_growth.py")
+    assert len(misses(records, cache["cache_id"])) == 2
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_bounded_lru(extension, python, tmp_path):
+    program = str(PROGRAMS / "bounded_lru.py")
+    records, _ = run(extension, python, program, "--iterations", "3000", tmp_path=tmp_path)
+    (cache,) = caches_from(records, "bounded_lru.py")
+    assert cache["maxsize"] == 64 and cache["bound_names"] == ["__main__.render"]
+    assert cache["creator_line"] == mark_line(program, "cache_created")
+    begins = misses(records, cache["cache_id"])
+    assert len(begins) == 3000
+    assert max(r["entries_before"] for r in begins) == 64
+    assert {r["key"] for r in begins} == {"(int,)"}
+    assert {r["stack"][0] for r in begins} == {f"{program}:{mark_line(program, 'cache_call')}:main"}
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_finite_keys_cache(extension, python, tmp_path):
+    records, _ = run(extension, python, str(PROGRAMS / "finite_keys_cache.py"), "--rounds", "200",
+                     tmp_path=tmp_path)
+    (cache,) = caches_from(records, "finite_keys_cache.py")
+    assert cache["maxsize"] == -1
+    assert len(misses(records, cache["cache_id"])) == 256
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_growing_dict_is_not_a_cache(extension, python, tmp_path):
+    records, _ = run(extension, python, str(PROGRAMS / "growing_dict.py"), "--iterations", "2000",
+                     "--pause-every", "0", tmp_path=tmp_path)
+    assert caches_from(records, "growing_dict.py") == []
+    assert not any("growing_dict.py" in r.get("stack", [""])[0] for r in records
+                   if r["kind"] == "cache_miss_begin")
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_stdlib_caches_are_bounded(extension, python, tmp_path):
+    records, _ = run(extension, python, str(PROGRAMS / "re_typing_caches.py"), "--rounds", "2",
+                     tmp_path=tmp_path)
+    created = {r["cache_id"]: r for r in records if r["kind"] == "cache_create"}
+    inserted = {r["cache_id"] for r in records if r["kind"] == "cache_miss_begin"}
+    assert inserted, "typing's caches should have been seen filling"
+    assert inserted <= set(created)
+    assert all(created[c]["maxsize"] >= 0 for c in inserted)
+    assert any(created[c]["module"] == "typing" for c in inserted)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_types_churn(extension, python, tmp_path):
+    program = str(PROGRAMS / "types_churn.py")
+    records, _ = run(extension, python, program, "--iterations", "5000", tmp_path=tmp_path)
+    payload = [r for r in records if r["kind"] == "type_create" and r["qualname"] == "Payload"]
+    assert len(payload) >= 0.9 * 5000
+    assert all(r["module"] == "__main__" for r in payload)
+
+
+INVISIBLE = r'''
+import functools, os, sys, traceback
+here = os.path.dirname(os.path.abspath(__file__))
+report = {}
+report["agent_dir_on_path"] = any("pyagent" in p for p in sys.path)
+report["pythonpath"] = os.environ.get("PYTHONPATH")
+report["growtrace_env"] = sorted(k for k in os.environ if k.startswith("GROWTRACE_PYTHONPATH"))
+report["sitecustomize"] = getattr(sys.modules.get("sitecustomize"), "__file__", None)
+report["user_site_ran"] = os.environ.get("USER_SITECUSTOMIZE_RAN")
+report["agent_modules"] = sorted(m for m in sys.modules if "growtrace" in m)
+report["wrapper_is_type"] = isinstance(functools._lru_cache_wrapper, type)
+
+def boom(x):
+    raise ValueError(x)
+cached = functools.lru_cache(maxsize=None)(boom)
+report["isinstance"] = isinstance(cached, functools._lru_cache_wrapper)
+report["wrapped"] = cached.__wrapped__ is boom
+report["name"] = (cached.__name__, cached.__qualname__, cached.__module__)
+try:
+    cached(1)
+except ValueError:
+    report["traceback_files"] = sorted({f.filename for f in traceback.extract_tb(sys.exc_info()[2])})
+report["cache_info"] = list(cached.cache_info())
+report["lru_cache_name"] = (functools.lru_cache.__name__, functools.lru_cache.__qualname__,
+                            functools.lru_cache.__module__)
+report["gc_callbacks"] = len(__import__("gc").callbacks)
+import json
+print(json.dumps(report))
+'''
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+@pytest.mark.parametrize("user_site", [False, True])
+def test_agent_is_invisible(extension, python, user_site, tmp_path):
+    program = tmp_path / "invisible.py"
+    program.write_text(INVISIBLE)
+    pythonpath = None
+    if user_site:
+        user = tmp_path / "user_site"
+        user.mkdir()
+        (user / "sitecustomize.py").write_text("import os\nos.environ['USER_SITECUSTOMIZE_RAN'] = '1'\n")
+        pythonpath = str(user)
+    _, out = run(extension, python, str(program), tmp_path=tmp_path, pythonpath=pythonpath)
+    report = json.loads(out)
+    assert report["agent_dir_on_path"] is False
+    assert report["pythonpath"] == pythonpath
+    assert report["growtrace_env"] == []
+    assert report["agent_modules"] == []
+    assert report["wrapper_is_type"] and report["isinstance"] and report["wrapped"]
+    assert report["name"] == ["boom", "boom", "__main__"]
+    assert report["traceback_files"] == [str(program)]
+    assert report["cache_info"] == [0, 1, None, 0]
+    assert report["lru_cache_name"] == ["lru_cache", "lru_cache", "functools"]
+    if user_site:
+        assert report["user_site_ran"] == "1"
+        assert report["sitecustomize"] == str(tmp_path / "user_site" / "sitecustomize.py")
+    else:
+        system_site = subprocess.run([python, "-c", "import sitecustomize as s; print(s.__file__)"],
+                                     capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+        expected = system_site.stdout.strip() or None
+        assert report["sitecustomize"] == expected
+
+
+WALK = r'''
+import json, sys, traceback
+import _imp
+class Spec:
+    name = "_growtrace_agent"
+    origin = sys.argv[1]
+ext = _imp.create_dynamic(Spec)
+_imp.exec_dynamic(ext)
+
+def deepest(n):
+    if n:
+        return deepest(n - 1)
+    walked = ext._walk_frames()
+    expected = [(f.filename, f.lineno) for f in reversed(traceback.extract_stack())]
+    # extract_stack runs one line below _walk_frames: compare lines relative to that
+    expected[0] = (expected[0][0], expected[0][1] - 1)
+    return walked, expected
+
+def gen():
+    yield deepest(3)
+
+class K:
+    def method(self):
+        return next(gen())
+
+walked, expected = K().method()
+print(json.dumps({"walked": walked, "expected": expected}))
+'''
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_allocation_free_frame_reader(extension, python, tmp_path):
+    """py311_frames.h (what the preload library will use inside malloc) reads the same stack
+    as the interpreter's own traceback module, in both builds."""
+    program = tmp_path / "walk.py"
+    program.write_text(WALK)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GROWTRACE_"))}
+    proc = subprocess.run([python, str(program), extension], capture_output=True, text=True, env=env,
+                          timeout=60, check=True)
+    data = json.loads(proc.stdout)
+    walked = [(f, line) for f, _name, line, _entry in data["walked"]]
+    assert walked == [tuple(x) for x in data["expected"]]
+    names = [name for _f, name, _line, _entry in data["walked"]]
+    assert names[:6] == ["deepest"] * 4 + ["gen", "K.method"]
+    entries = [entry for *_rest, entry in data["walked"]]
+    assert entries[-1] == 1  # <module>: the first frame of the outermost eval loop

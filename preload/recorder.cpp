@@ -45,6 +45,23 @@ struct ThreadState {
     uint64_t last_addr = 0;
     uint32_t run_tid = 0;  // thread of the current run in `buffer`
     ThreadState* next = nullptr;
+
+    // The previous stack of this thread, outermost frame first, with its node ids.
+    // Consecutive allocations share most of their stack; only the part below the common
+    // prefix needs hash lookups. Two of them: native (or merged) stacks and Python-only ones
+    // begin differently and would evict each other.
+    struct StackCache {
+        int count = 0;
+        uint64_t frames[kMaxFrames + python::kMaxPythonFrames];
+        uint32_t ids[kMaxFrames + python::kMaxPythonFrames];
+    };
+    StackCache stacks[2];
+    // The same idea for Python frame locations: (code, offset) -> tagged frame id.
+    int prev_py_count = 0;
+    python::FrameRef prev_py[python::kMaxPythonFrames];
+    uint64_t prev_py_tagged[python::kMaxPythonFrames];
+
+    void forget_stacks() { stacks[0].count = stacks[1].count = prev_py_count = 0; }
 };
 
 ThreadState* const kThreadGone = reinterpret_cast<ThreadState*>(uintptr_t{1});
@@ -145,25 +162,31 @@ void put_record(ThreadState* ts, RecordKind kind, const uint8_t* payload, size_t
 
 // Interns a stack (innermost first) from the outermost frame in, writing each new node to the
 // thread's buffer. Native frames never seen in a loaded module ask the writer for a rescan.
-uint32_t intern_stack(ThreadState* ts, const uint64_t* frames, int count) {
-    uint32_t parent = 0;
+uint32_t intern_stack(ThreadState* ts, const uint64_t* frames, int count, bool python_only) {
+    ThreadState::StackCache& prev = ts->stacks[python_only];
+    int k = 0;  // frames shared with the previous stack, counted from the outermost
+    while (k < count && k < prev.count && prev.frames[k] == frames[count - 1 - k]) ++k;
+    uint32_t parent = k ? prev.ids[k - 1] : 0;
     bool unknown_module = false;
-    for (int i = count - 1; i >= 0; --i) {
+    for (; k < count; ++k) {
+        uint64_t ip = frames[count - 1 - k];
         bool created;
-        uint32_t id = g_tree.intern(parent, frames[i], created);
+        uint32_t id = g_tree.intern(parent, ip, created);
         if (!id) break;  // table full: the stack is cut here
         if (created) {
-            if (!make_room(ts, 3 * format::kMaxVarintBytes + 8)) return 0;
+            if (!make_room(ts, 3 * format::kMaxVarintBytes + 8)) break;
             uint8_t payload[3 * format::kMaxVarintBytes];
             uint8_t* q = format::put_varint(payload, id);
             q = format::put_varint(q, parent);
-            q = format::put_varint(q, frames[i]);
+            q = format::put_varint(q, ip);
             put_record(ts, RecordKind::StackNode, payload, static_cast<size_t>(q - payload));
-            if (!(frames[i] & format::kPythonFrameTag) && !unknown_module && !module_map_covers(frames[i]))
-                unknown_module = true;
+            if (!(ip & format::kPythonFrameTag) && !unknown_module && !module_map_covers(ip)) unknown_module = true;
         }
+        prev.frames[k] = ip;
+        prev.ids[k] = id;
         parent = id;
     }
+    prev.count = k;
     if (unknown_module) writer_request_module_scan();
     return parent;
 }
@@ -180,9 +203,29 @@ uint64_t python_frame(ThreadState* ts, const python::FrameRef& frame) {
     return format::kPythonFrameTag | id;
 }
 
+bool same_location(const python::FrameRef& a, const python::FrameRef& b) {
+    return a.code == b.code && a.offset == b.offset;
+}
+
+// Tagged ids of Python frames (innermost first), reusing the previous capture's outer part.
+void tag_python_frames(ThreadState* ts, const python::FrameRef* py, int count, uint64_t* tagged) {
+    int k = 0;
+    while (k < count && k < ts->prev_py_count && same_location(ts->prev_py[k], py[count - 1 - k])) {
+        tagged[count - 1 - k] = ts->prev_py_tagged[k];
+        ++k;
+    }
+    for (; k < count; ++k) {
+        const python::FrameRef& frame = py[count - 1 - k];
+        tagged[count - 1 - k] = python_frame(ts, frame);
+        ts->prev_py[k] = frame;
+        ts->prev_py_tagged[k] = tagged[count - 1 - k];
+    }
+    ts->prev_py_count = count;
+}
+
 // Replaces each native frame of the evaluation loop by the Python frames it was running
 // (one C-level call runs Python frames up to and including an entry frame).
-int merge_python(ThreadState* ts, const uint64_t* ips, int depth, const python::FrameRef* py, int py_count,
+int merge_python(const uint64_t* ips, int depth, const python::FrameRef* py, const uint64_t* tagged, int py_count,
                  uint64_t* out) {
     int n = 0, next = 0;
     for (int i = 0; i < depth; ++i) {
@@ -192,11 +235,11 @@ int merge_python(ThreadState* ts, const uint64_t* ips, int depth, const python::
         }
         while (next < py_count) {
             bool entry = py[next].entry;
-            out[n++] = python_frame(ts, py[next++]);
+            out[n++] = tagged[next++];
             if (entry) break;
         }
     }
-    while (next < py_count) out[n++] = python_frame(ts, py[next++]);  // native stack was cut short
+    while (next < py_count) out[n++] = tagged[next++];  // native stack was cut short
     return n;
 }
 
@@ -264,6 +307,7 @@ void child_after_fork() {
         mine->next = nullptr;
         mine->busy.store(false);
         mine->run_tid = 0;
+        mine->forget_stacks();  // its node ids belong to the parent's trace
     }
     g_late.buffer = nullptr;
     g_late.busy.store(false);
@@ -337,10 +381,12 @@ void record_alloc(void* ptr, size_t size) {
         uint64_t merged[kMaxFrames + python::kMaxPythonFrames];
         const uint64_t* frames = ips;
         if (py_count) {
-            depth = merge_python(ts, ips, depth, py, py_count, merged);
+            uint64_t tagged[python::kMaxPythonFrames];
+            tag_python_frames(ts, py, py_count, tagged);
+            depth = merge_python(ips, depth, py, tagged, py_count, merged);
             frames = merged;
         }
-        put_alloc(ts, ticks, ptr, size, intern_stack(ts, frames, depth));
+        put_alloc(ts, ticks, ptr, size, intern_stack(ts, frames, depth, false));
     }
     unlock(ts);
 }
@@ -353,8 +399,8 @@ void record_python_alloc(void* ptr, size_t size) {
     if (!ts) return;
     if (make_room(ts, 64)) {
         uint64_t frames[python::kMaxPythonFrames];
-        for (int i = 0; i < py_count; ++i) frames[i] = python_frame(ts, py[i]);
-        put_alloc(ts, ticks, ptr, size, intern_stack(ts, frames, py_count));
+        tag_python_frames(ts, py, py_count, frames);
+        put_alloc(ts, ticks, ptr, size, intern_stack(ts, frames, py_count, true));
     }
     unlock(ts);
 }

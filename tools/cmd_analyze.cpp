@@ -49,7 +49,7 @@ Verb add_analyze_verb(CLI::App& parent) {
     sub->add_option("TRACE", args->trace, "Trace file written by growtrace run")->required();
     sub->add_flag("--json", args->json, "Write the report as JSON");
     sub->add_option("-o,--output", args->output, "Write the report to this file instead of stdout");
-    sub->add_flag("--fail-on-growth", args->fail_on_growth, "Exit with status 1 if growth was found");
+    sub->add_flag("--fail-on-growth", args->fail_on_growth, "Exit with status 3 if unbounded growth was found");
     return {sub, [args] { return analyze(*args); }};
 }
 

@@ -13,7 +13,8 @@ class App;
 namespace growtrace::cli {
 
 // growtrace's own failures (bad usage, bad input, unwritable output) exit with 2. Otherwise
-// `run` exits with the command's status and `analyze --fail-on-growth` with 1 on findings.
+// `run` exits with the command's status; `analyze --fail-on-growth` exits with the analyzer's
+// kExitGrowthFound (3) when there is a finding.
 inline constexpr int kExitError = 2;
 
 // "growtrace: error: MESSAGE" on stderr; returns kExitError so callers can `return error(...)`.

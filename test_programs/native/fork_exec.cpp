@@ -1,8 +1,10 @@
 // Forks and execs, so that each process image gets its own trace:
-//   1. parent_keep keeps 10 blocks of 3000 bytes in this process;
+//   1. parent_keep keeps 10 blocks of 10000 bytes in this process;
 //   2. a forked child keeps 100 blocks of 2000 bytes (child_keep) and exits normally;
 //   3. after the child has exited, this process execs PROGRAM ARGS... (if given).
 // The exit status is the exec'd program's, or 0 (1 if the child failed).
+//
+// (Each kept total is above 64 KiB, the least the analyzer reports for a stack.)
 //
 // usage: fork_exec [PROGRAM [ARGS...]]
 #include <sys/wait.h>
@@ -20,8 +22,8 @@ void* g_child_blocks[100];
 
 __attribute__((noinline)) void parent_keep() {
     for (void*& block : g_parent_blocks) {
-        block = malloc(3000);  // LINE-MARK: parent_keep
-        memset(block, 1, 3000);
+        block = malloc(10000);  // LINE-MARK: parent_keep
+        memset(block, 1, 10000);
     }
 }
 
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "fork_exec: child failed (status 0x%x)\n", status);
         return 1;
     }
-    printf("fork_exec: parent kept 10 blocks of 3000 bytes\n");
+    printf("fork_exec: parent kept 10 blocks of 10000 bytes\n");
     if (argc < 2) return 0;
     fflush(stdout);
     execv(argv[1], argv + 1);

@@ -72,7 +72,7 @@ TEST(BadTrace, TruncatedHeaderAndBlock) {
     ScratchDir dir;
     std::string header_cut = dir / "header-cut.gtrace";
     write_file(header_cut, file_header().substr(0, 10));
-    expect_refused(header_cut, "header-cut.gtrace");
+    expect_refused(header_cut, "file header");
 
     // The block announces 100 bytes of payload; only 5 follow. The block starts at offset 16.
     std::string block_cut = dir / "block-cut.gtrace";

@@ -9,6 +9,9 @@
 namespace growtrace::e2e {
 namespace {
 
+// analyzer/analyzer.h: the status of `analyze --fail-on-growth` when there is a finding.
+constexpr int kExitGrowthFound = 3;
+
 TEST(Programs, MemoTableIsFlaggedAtRememberResult) {
     ScratchDir dir;
     std::string trace = dir / "memo.gtrace";
@@ -30,7 +33,7 @@ TEST(Programs, MemoTableIsFlaggedAtRememberResult) {
     EXPECT_FALSE(report.is_flagged("scratch_work")) << report.summary();
 
     ProcessResult fail = growtrace({"analyze", trace, "--fail-on-growth"});
-    EXPECT_EQ(fail.exit_code, 1) << fail.err;
+    EXPECT_EQ(fail.exit_code, kExitGrowthFound) << fail.err;
 }
 
 TEST(Programs, BoundedLruIsNotFlagged) {
@@ -85,8 +88,8 @@ TEST(Programs, SlowLeakInThreadsIsFlaggedAtLeakALittle) {
 TEST(Programs, ForkAndExecWriteSeparateReadableTraces) {
     ScratchDir dir;
     std::string trace = dir / "fe.gtrace";
-    ProcessResult r = trace_program(dir, trace, {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_MEMO_TABLE, "50", "1000"});
-    EXPECT_NE(r.out.find("memo_table: 50 entries"), std::string::npos) << r.out;
+    ProcessResult r = trace_program(dir, trace, {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_MEMO_TABLE, "100", "1000"});
+    EXPECT_NE(r.out.find("memo_table: 100 entries"), std::string::npos) << r.out;
 
     // Three images, three traces (docs/architecture.md): fe.gtrace for the program until it
     // execs, fe.<childpid>.gtrace for the forked child, fe.exec1.gtrace for the exec'd image.
@@ -114,7 +117,7 @@ TEST(Programs, ForkAndExecWriteSeparateReadableTraces) {
     Report parent(analyze_json(dir, trace));
     auto parent_site = parent.stack_at("parent_keep", "fork_exec.cpp", marker_line("fork_exec.cpp", "parent_keep"));
     ASSERT_TRUE(parent_site) << parent.summary();
-    EXPECT_EQ(parent_site->live_bytes, 10u * 3000u);
+    EXPECT_EQ(parent_site->live_bytes, 10u * 10000u);
     EXPECT_FALSE(parent.stack_at("child_keep", "fork_exec.cpp", -1)) << "the child's allocations leaked into the parent's trace";
 
     Report child(analyze_json(dir, child_trace));
@@ -127,7 +130,7 @@ TEST(Programs, ForkAndExecWriteSeparateReadableTraces) {
     auto exec_site = exec_image.stack_at("remember_result", "memo_table.cpp",
                                                      marker_line("memo_table.cpp", "remember_result"));
     ASSERT_TRUE(exec_site) << exec_image.summary();
-    EXPECT_EQ(exec_site->live_bytes, 50u * 1000u);
+    EXPECT_EQ(exec_site->live_bytes, 100u * 1000u);
     EXPECT_FALSE(exec_image.stack_at("parent_keep", "fork_exec.cpp", -1));
 
     for (const std::string& t : {trace, child_trace, exec_trace}) {
@@ -167,12 +170,13 @@ TEST(Programs, EveryHookedFunctionIsAccounted) {
     trace_program(dir, trace, {GT_PROGRAM_ALL_HOOKS});
     Report report(analyze_json(dir, trace));
 
+    // Sizes from the table in all_hooks.cpp.
     const std::pair<const char*, uint64_t> kept[] = {
-        {"keep_malloc", 1001},        {"keep_calloc", 1002},           {"keep_realloc", 1003},
-        {"keep_reallocarray", 1004},  {"keep_posix_memalign", 1005},   {"keep_valloc", 1006},
-        {"keep_memalign", 1007},      {"keep_aligned_alloc", 1008},    {"keep_new", 1009},
-        {"keep_new_array", 1010},     {"keep_new_nothrow", 1011},      {"keep_pvalloc", 4096},
-        {"keep_new_aligned", 1024},   {"keep_new_aligned_array", 2048},
+        {"keep_malloc", 100001},       {"keep_calloc", 100002},         {"keep_realloc", 100003},
+        {"keep_reallocarray", 100004}, {"keep_posix_memalign", 100005}, {"keep_valloc", 100006},
+        {"keep_memalign", 100007},     {"keep_aligned_alloc", 100016},  {"keep_new", 100009},
+        {"keep_new_array", 100010},    {"keep_new_nothrow", 100011},    {"keep_pvalloc", 102400},
+        {"keep_new_aligned", 100032},  {"keep_new_aligned_array", 200064},
     };
     for (const auto& [function, bytes] : kept) {
         SCOPED_TRACE(function);
@@ -180,17 +184,16 @@ TEST(Programs, EveryHookedFunctionIsAccounted) {
         ASSERT_TRUE(site) << report.summary();
         EXPECT_EQ(site->live_bytes, bytes);
         EXPECT_EQ(site->live_count, 1u);
+        EXPECT_EQ(site->allocations, 1u);
     }
-    // The seeds were freed by realloc / reallocarray.
-    for (const char* seed : {"realloc_seed", "reallocarray_seed"}) {
-        auto site = report.stack_in(seed);
-        ASSERT_TRUE(site) << seed << "\n" << report.summary();
-        EXPECT_EQ(site->live_bytes, 0u) << seed;
-        EXPECT_EQ(site->allocations, 1u) << seed;
-    }
-    // Everything churn_all allocates is freed again.
-    EXPECT_EQ(report.live_bytes_in("churn_all"), 0u) << report.summary();
-    EXPECT_GE(report.allocations_in("churn_all"), 17u) << report.summary();
+    // realloc and reallocarray freed their 70000-byte seeds: apart from the kept blocks, the
+    // heap left at the end is only the C library's own few buffers.
+    uint64_t kept_total = 0;
+    for (const auto& [function, bytes] : kept) kept_total += bytes;
+    EXPECT_GE(report.total("retained_bytes"), kept_total);
+    EXPECT_LT(report.total("retained_bytes") - kept_total, 70000u) << report.summary();
+    // churn_all's 17 frees and the two seeds' frees were all seen.
+    EXPECT_GE(report.total("frees"), 19u);
 }
 
 }  // namespace

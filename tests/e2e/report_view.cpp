@@ -23,12 +23,13 @@ std::string text(const json& object, const char* key) {
     return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A finding or a group of `analyze --json` (analyzer/report_json.cpp).
 StackView parse_stack(const json& entry, bool flagged) {
     StackView stack;
     stack.flagged = flagged;
-    stack.classification = text(entry, "classification");
-    stack.live_bytes = number(entry, "live_bytes");
-    stack.live_count = number(entry, "live_count");
+    stack.classification = flagged ? "unbounded" : text(entry, "class");
+    stack.live_bytes = number(entry, "retained_bytes");
+    stack.live_count = number(entry, "live_allocations");
     stack.allocations = number(entry, "allocations");
     if (auto frames = entry.find("frames"); frames != entry.end() && frames->is_array()) {
         for (const json& f : *frames) {
@@ -60,15 +61,15 @@ Report::Report(const json& report) {
         parse_error_ = "the report is not a JSON object";
         return;
     }
-    if (auto stacks = report.find("stacks"); stacks != report.end() && stacks->is_array()) {
-        for (const json& entry : *stacks) {
-            std::string cls = text(entry, "classification");
-            stacks_.push_back(parse_stack(entry, entry.value("flagged", cls == "unbounded")));
-        }
-    }
+    // Findings are the unbounded groups; "groups" holds the other significant ones.
     if (auto findings = report.find("findings"); findings != report.end() && findings->is_array()) {
         for (const json& entry : *findings) findings_.push_back(parse_stack(entry, true));
     }
+    stacks_ = findings_;
+    if (auto groups = report.find("groups"); groups != report.end() && groups->is_array()) {
+        for (const json& entry : *groups) stacks_.push_back(parse_stack(entry, false));
+    }
+    if (auto totals = report.find("totals"); totals != report.end() && totals->is_object()) totals_ = *totals;
     if (stacks_.empty()) parse_error_ = "the report lists no stacks";
 }
 
@@ -110,6 +111,10 @@ uint64_t Report::live_bytes_in(const std::string& function) const {
 uint64_t Report::allocations_in(const std::string& function) const {
     auto stack = stack_in(function);
     return stack ? stack->allocations : 0;
+}
+
+uint64_t Report::total(const std::string& key) const {
+    return totals_.is_object() ? number(totals_, key.c_str()) : 0;
 }
 
 bool Report::findings_empty() const { return findings_.empty(); }

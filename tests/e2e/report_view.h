@@ -42,6 +42,8 @@ public:
     uint64_t live_bytes_in(const std::string& function) const;
     uint64_t allocations_in(const std::string& function) const;
     bool findings_empty() const;
+    // A figure of the report's "totals" object ("retained_bytes", "frees", ...), 0 if absent.
+    uint64_t total(const std::string& key) const;
     // Does some finding have a frame in `function` within module `module_basename`?
     bool finding_names(const std::string& function, const std::string& module_basename) const;
 
@@ -52,6 +54,7 @@ private:
     std::vector<StackView> stacks_;
     std::vector<StackView> findings_;
     std::string parse_error_;
+    nlohmann::json totals_;
 };
 
 // Does a reported function name ("ns::(anonymous namespace)::f(unsigned long)") name `f`?

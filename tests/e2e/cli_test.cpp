@@ -1,6 +1,10 @@
 // The `growtrace` command line: refusals, messages, exit statuses, and that tracing leaves
 // the traced program's input, output and exit status alone.
+#include <signal.h>
 #include <sys/stat.h>
+
+#include <chrono>
+#include <thread>
 
 #include "e2e_support.h"
 
@@ -148,6 +152,41 @@ TEST(Cli, KilledCommandIsReportedWithItsSignal) {
     ProcessResult kill9 = growtrace({"run", "-o", dir / "kill.gtrace", "--", GT_PROGRAM_EXIT_WITH, "--signal", "9"});
     EXPECT_EQ(kill9.exit_code, 128 + 9);
     EXPECT_TRUE(contains(kill9.err, "growtrace: command killed by signal 9 (SIGKILL)\n")) << kill9.err;
+}
+
+// Like time(1): an interrupt meant for the terminal's foreground job reaches the command, and
+// growtrace itself stays to report; a termination request sent to growtrace is passed on.
+TEST(Cli, InterruptIsIgnoredAndTerminationForwarded) {
+    ScratchDir dir;
+    std::vector<std::string> args{"run", "-o", dir / "sig.gtrace", "--", GT_PROGRAM_MEMO_TABLE, "150", "5000"};
+    args.insert(args.begin(), GT_GROWTRACE);
+
+    // The trace file exists once the command runs, and by then growtrace has set up its signals.
+    auto wait_for_trace = [&] {
+        for (int i = 0; i < 1000 && !fs::exists(dir / "sig.gtrace"); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    };
+    Spawned interrupted(args, {.cwd = dir.path().string()});
+    wait_for_trace();
+    kill(interrupted.pid(), SIGINT);  // to growtrace only, not to its process group
+    kill(interrupted.pid(), SIGQUIT);
+    ProcessResult r = interrupted.wait();
+    EXPECT_EQ(r.signal, 0) << r.err;
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("memo_table: 150 entries"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("growtrace: trace written to"), std::string::npos) << r.err;
+
+    fs::remove(dir / "sig.gtrace");
+    Spawned terminated(args, {.cwd = dir.path().string()});
+    wait_for_trace();
+    kill(terminated.pid(), SIGTERM);
+    ProcessResult t = terminated.wait();
+    EXPECT_EQ(t.signal, 0) << "growtrace itself was killed: " << t.err;
+    EXPECT_EQ(t.exit_code, 128 + SIGTERM) << t.err;
+    EXPECT_NE(t.err.find("growtrace: command killed by signal 15 (SIGTERM)"), std::string::npos) << t.err;
+    EXPECT_EQ(t.out, "") << "the command should have been stopped before it finished";
 }
 
 TEST(Cli, AnalyzeRefusesUnwritableReport) {

@@ -35,17 +35,18 @@ void write_file(const std::string& path, const std::string& contents) {
     out << contents;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const RunOptions& options) {
-    ProcessResult result;
+Spawned::Spawned(const std::vector<std::string>& argv, const RunOptions& options)
+    : timeout_seconds_(options.timeout_seconds) {
     char pattern[] = "/tmp/gt-e2e-io-XXXXXX";
     const char* io_dir = mkdtemp(pattern);
     if (io_dir == nullptr) {
-        result.err = "mkdtemp failed";
-        return result;
+        start_error_ = "mkdtemp failed";
+        return;
     }
-    std::string in_path = std::string(io_dir) + "/stdin";
-    std::string out_path = std::string(io_dir) + "/stdout";
-    std::string err_path = std::string(io_dir) + "/stderr";
+    io_dir_ = io_dir;
+    std::string in_path = io_dir_ + "/stdin";
+    std::string out_path = io_dir_ + "/stdout";
+    std::string err_path = io_dir_ + "/stderr";
     write_file(in_path, options.stdin_data);
 
     // Everything the child needs is prepared before fork.
@@ -65,8 +66,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const RunOptions
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
 
-    pid_t pid = fork();
-    if (pid == 0) {
+    pid_ = fork();
+    if (pid_ == 0) {
         if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(121);
         int in = open(in_path.c_str(), O_RDONLY);
         int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -80,30 +81,51 @@ ProcessResult run_process(const std::vector<std::string>& argv, const RunOptions
         execve(args[0], args.data(), envp.data());
         _exit(123);
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
+    if (pid_ < 0) start_error_ = "fork failed";
+}
+
+Spawned::~Spawned() {
+    if (pid_ > 0) wait();
+    if (!io_dir_.empty()) {
+        std::error_code ec;
+        fs::remove_all(io_dir_, ec);
+    }
+}
+
+ProcessResult Spawned::wait() {
+    ProcessResult result;
+    if (pid_ <= 0) {
+        result.err = start_error_.empty() ? "already waited for" : start_error_;
+        return result;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds_);
     int status = 0;
     for (;;) {
-        pid_t done = waitpid(pid, &status, WNOHANG);
-        if (done == pid) break;
+        pid_t done = waitpid(pid_, &status, WNOHANG);
+        if (done == pid_) break;
         if (std::chrono::steady_clock::now() > deadline) {
             result.timed_out = true;
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
+            kill(-pid_, SIGKILL);
+            kill(pid_, SIGKILL);
+            waitpid(pid_, &status, 0);
             break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+    pid_ = -1;
     if (WIFSIGNALED(status)) {
         result.signal = WTERMSIG(status);
     } else {
         result.exit_code = WEXITSTATUS(status);
     }
-    result.out = read_file(out_path);
-    result.err = read_file(err_path);
-    std::error_code ec;
-    fs::remove_all(io_dir, ec);
+    result.out = read_file(io_dir_ + "/stdout");
+    result.err = read_file(io_dir_ + "/stderr");
     return result;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const RunOptions& options) {
+    Spawned process(argv, options);
+    return process.wait();
 }
 
 ProcessResult growtrace(const std::vector<std::string>& args, const RunOptions& options) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -29,6 +30,24 @@ struct RunOptions {
     std::string stdin_data;                                // fed through a file
     std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) ours
     int timeout_seconds = 120;
+};
+
+// A started process whose stdout and stderr go to files until wait() collects them.
+class Spawned {
+public:
+    Spawned(const std::vector<std::string>& argv, const RunOptions& options);
+    ~Spawned();
+    Spawned(const Spawned&) = delete;
+    Spawned& operator=(const Spawned&) = delete;
+    pid_t pid() const { return pid_; }
+    // Waits (killing the process group after the timeout) and returns what it printed.
+    ProcessResult wait();
+
+private:
+    pid_t pid_ = -1;
+    int timeout_seconds_;
+    std::string io_dir_;
+    std::string start_error_;
 };
 
 // Runs argv[0] (a path) with argv, capturing stdout and stderr; kills it after the timeout.

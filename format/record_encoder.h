@@ -49,6 +49,8 @@ public:
         return 1 + varint_size(payload) + payload;
     }
     bool truncated() const { return overflow_; }
+    const uint8_t* payload() const { return payload_; }
+    size_t payload_size() const { return static_cast<size_t>(p_ - payload_); }
 
 private:
     size_t room() const { return static_cast<size_t>(payload_ + sizeof(payload_) - p_); }

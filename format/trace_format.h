@@ -87,10 +87,28 @@ enum class RecordKind : uint8_t {
     // The tracer stopped or lost data.  varint ticks, string message
     TracerError = 0x24,
 
-    // CPython records (0x30..0x3f) are described in docs/trace-format.md.
+    // CPython records. CacheCreate, CacheInsert and TypeCreate are thread events: they belong
+    // to the current Thread run and start with svarint dticks like Alloc. Addresses are plain.
+    // A functools.lru_cache announced by the Python agent (a later one with the same cache_id
+    // replaces the earlier).
+    //   svarint dticks, varint cache_id, varint flags (1 typed, 2 preexisting, 4 method),
+    //   svarint maxsize (-1 unbounded), varint wrapper_address, varint dict_address,
+    //   varint creation_stack_id (0 unknown), varint entries, string module, string qualname,
+    //   string creator_module, string creator_file, varint creator_line,
+    //   string bound_names ('\0'-separated)
     CacheCreate = 0x30,
+    // A miss of a cache. The allocations of this thread between phase 0 and its end are the
+    // memory computed for the entry.
+    //   svarint dticks, varint phase (0 begin, 1 stored, 2 raised), varint cache_id,
+    //   varint insert_seq; phase 0: varint stack_id, varint entries_before, string key_desc,
+    //   varint n, n x varint key_type_address; phase 1/2: string value_type
     CacheInsert = 0x31,
+    // A class created at run time.  svarint dticks, varint source (0 PyType_Ready hook,
+    //   1 agent gc scan), varint address, varint stack_id (0: use the allocation at address),
+    //   string module, string qualname, string metaclass
     TypeCreate = 0x32,
+    // Entry counts of caches, sampled by the writer.  varint ticks, varint count,
+    //   count x (varint cache_id, svarint entries); entries -1 = the cache was destroyed
     CacheSize = 0x33,
 };
 

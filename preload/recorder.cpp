@@ -15,6 +15,7 @@
 #include "preload/config.h"
 #include "preload/log.h"
 #include "preload/module_map.h"
+#include "preload/python/agent_api.h"
 #include "preload/python/python_allocator.h"
 #include "preload/python/python_frames.h"
 #include "preload/recursion_guard.h"
@@ -317,6 +318,7 @@ void child_after_fork() {
     pthread_mutex_unlock(&g_registry_mutex);
     g_tree.reset();
     python::reset();
+    python::forget_caches();
 
     char parent_trace[sizeof g_config.output];
     snprintf(parent_trace, sizeof parent_trace, "%s", g_file.path());
@@ -368,25 +370,79 @@ void recorder_fail(const char* why) {
     pool_stop_waiting();
 }
 
-void record_alloc(void* ptr, size_t size) {
+namespace {
+// The calling thread's merged native and Python stack, captured before taking the thread's
+// lock and interned after. Frames inside [skip_begin, skip_end) at the innermost end are
+// dropped (the Python agent's own extension).
+struct CapturedStack {
     uint64_t ips[kMaxFrames];
-    int depth = capture_stack(ips, kMaxFrames);
+    int depth = 0;
     python::FrameRef py[python::kMaxPythonFrames];
-    int py_count = python::capture(py, python::kMaxPythonFrames);
-    if (py_count) python::install_allocator_hooks();
+    int py_count = 0;
+
+    void capture(uint64_t skip_begin = 0, uint64_t skip_end = 0) {
+        depth = capture_stack(ips, kMaxFrames);
+        int skip = 0;
+        while (skip < depth && ips[skip] >= skip_begin && ips[skip] < skip_end) ++skip;
+        if (skip) {
+            memmove(ips, ips + skip, sizeof(uint64_t) * static_cast<size_t>(depth - skip));
+            depth -= skip;
+        }
+        py_count = python::capture(py, python::kMaxPythonFrames);
+        if (py_count) python::install_allocator_hooks();
+    }
+
+    // Call with the thread's state locked.
+    uint32_t intern(ThreadState* ts) {
+        if (!py_count) return intern_stack(ts, ips, depth, false);
+        uint64_t tagged[python::kMaxPythonFrames];
+        uint64_t merged[kMaxFrames + python::kMaxPythonFrames];
+        tag_python_frames(ts, py, py_count, tagged);
+        int n = merge_python(ips, depth, py, tagged, py_count, merged);
+        return intern_stack(ts, merged, n, false);
+    }
+};
+}  // namespace
+
+void record_alloc(void* ptr, size_t size) {
+    CapturedStack stack;
+    stack.capture();
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
-    if (make_room(ts, 64)) {
-        uint64_t merged[kMaxFrames + python::kMaxPythonFrames];
-        const uint64_t* frames = ips;
-        if (py_count) {
-            uint64_t tagged[python::kMaxPythonFrames];
-            tag_python_frames(ts, py, py_count, tagged);
-            depth = merge_python(ips, depth, py, tagged, py_count, merged);
-            frames = merged;
-        }
-        put_alloc(ts, ticks, ptr, size, intern_stack(ts, frames, depth, false));
+    if (make_room(ts, 64)) put_alloc(ts, ticks, ptr, size, stack.intern(ts));
+    unlock(ts);
+}
+
+uint32_t record_stack(uint64_t skip_begin, uint64_t skip_end) {
+    if (!tracer_active()) return 0;
+    RecursionGuard guard;
+    CapturedStack stack;
+    stack.capture(skip_begin, skip_end);
+    ThreadState* ts = lock_my_state();
+    if (!ts) return 0;
+    uint32_t id = make_room(ts, 64) ? stack.intern(ts) : 0;
+    unlock(ts);
+    return id;
+}
+
+void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t size) {
+    if (!tracer_active()) return;
+    RecursionGuard guard;
+    uint64_t ticks = now_ticks();
+    ThreadState* ts = lock_my_state();
+    if (!ts) return;
+    if (make_room(ts, size + 2 * format::kMaxVarintBytes + 8)) {
+        uint8_t* out = ts->buffer->data + ts->buffer->used;
+        uint8_t dticks[format::kMaxVarintBytes];
+        size_t dticks_size = static_cast<size_t>(
+            format::put_varint(dticks, format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks))) - dticks);
+        *out++ = static_cast<uint8_t>(kind);
+        out = format::put_varint(out, dticks_size + size);
+        memcpy(out, dticks, dticks_size);
+        memcpy(out + dticks_size, body, size);
+        ts->buffer->used = static_cast<size_t>(out + dticks_size + size - ts->buffer->data);
+        ts->last_ticks = ticks;
     }
     unlock(ts);
 }

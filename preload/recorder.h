@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/trace_format.h"
 #include "preload/event_buffer.h"
 
 namespace growtrace::preload {
@@ -32,6 +33,12 @@ void record_alloc(void* ptr, size_t size);
 // An allocation seen by the Python allocator hooks: Python frames only.
 void record_python_alloc(void* ptr, size_t size);
 void record_free(void* ptr);
+
+// For the Python agent's records. The stack id of the calling thread's merged stack, dropping
+// innermost frames in [skip_begin, skip_end); 0 when not tracing.
+uint32_t record_stack(uint64_t skip_begin, uint64_t skip_end);
+// A thread event (CacheCreate, CacheInsert, TypeCreate): dticks is prepended to body.
+void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t size);
 
 void recorder_after_fork_in_parent(int child_pid);
 void recorder_before_exec();

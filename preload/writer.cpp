@@ -14,6 +14,7 @@
 #include "preload/clock.h"
 #include "preload/log.h"
 #include "preload/module_map.h"
+#include "preload/python/agent_api.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
 #include "preload/trace_file.h"
@@ -103,6 +104,7 @@ void cycle(bool final) {
     if (g_file && g_file->is_open()) {
         module_map_scan(writer_emit, g_scan_requested.exchange(false));
         emit_time_mark();
+        python::poll_cache_sizes(writer_emit);
 
         pthread_mutex_lock(&g_global_mutex);
         append(g_global, g_global_used);

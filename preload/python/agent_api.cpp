@@ -1,0 +1,234 @@
+#include "preload/python/agent_api.h"
+
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#undef Py_BUILD_CORE
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+
+#include <cstring>
+
+#include "growtrace_py_api.h"
+#include "preload/clock.h"
+#include "preload/python/python_allocator.h"
+#include "preload/recorder.h"
+#include "preload/recursion_guard.h"
+
+namespace growtrace::preload::python {
+namespace {
+
+using format::RecordEncoder;
+using format::RecordKind;
+
+// Address range of the agent's extension, whose frames are dropped from the stacks it asks for.
+uint64_t g_agent_begin = 0, g_agent_end = 0;
+
+struct WatchedCache {
+    uint64_t id;
+    const PyDictObject* dict;
+    int64_t last_entries;
+};
+constexpr int kMaxWatchedCaches = 4096;
+pthread_mutex_t g_caches_mutex = PTHREAD_MUTEX_INITIALIZER;
+WatchedCache g_caches[kMaxWatchedCaches];
+int g_cache_count = 0;
+
+struct RangeQuery {
+    const char* path;
+    size_t path_len;
+};
+
+int find_agent(dl_phdr_info* info, size_t, void* data) {
+    auto* q = static_cast<RangeQuery*>(data);
+    if (!info->dlpi_name || strlen(info->dlpi_name) != q->path_len ||
+        memcmp(info->dlpi_name, q->path, q->path_len) != 0)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const auto& ph = info->dlpi_phdr[i];
+        if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+            g_agent_begin = info->dlpi_addr + ph.p_vaddr;
+            g_agent_end = g_agent_begin + ph.p_memsz;
+        }
+    }
+    return 1;
+}
+
+void emit(RecordKind kind, const RecordEncoder& body) { record_thread_event(kind, body.payload(), body.payload_size()); }
+
+int agent_attach(const growtrace_py_agent_info* info) {
+    if (!tracer_active()) return -1;
+    if (info && info->agent_path) {
+        RangeQuery q{info->agent_path, info->agent_path_len};
+        dl_iterate_phdr(find_agent, &q);
+    }
+    install_allocator_hooks();
+    return 0;
+}
+
+uint64_t capture_stack_api() { return record_stack(g_agent_begin, g_agent_end); }
+
+void cache_created(const growtrace_py_cache_info* c) {
+    RecursionGuard guard;
+    RecordEncoder body(RecordKind::CacheCreate);
+    body.varint(c->cache_id).varint(c->flags).svarint(c->maxsize).varint(c->wrapper).varint(c->cache_dict);
+    body.varint(c->creation_stack_id).varint(c->entries);
+    body.string(c->module, c->module_len).string(c->qualname, c->qualname_len);
+    body.string(c->creator_module, c->creator_module_len).string(c->creator_file, c->creator_file_len);
+    body.varint(c->creator_line).string(c->bound_names, c->bound_names_len);
+    emit(RecordKind::CacheCreate, body);
+    if (!c->cache_dict) return;
+    pthread_mutex_lock(&g_caches_mutex);
+    int i = 0;
+    while (i < g_cache_count && g_caches[i].id != c->cache_id) ++i;
+    if (i < kMaxWatchedCaches) {
+        g_caches[i] = {c->cache_id, reinterpret_cast<const PyDictObject*>(c->cache_dict),
+                       static_cast<int64_t>(c->entries)};
+        if (i == g_cache_count) ++g_cache_count;
+    }
+    pthread_mutex_unlock(&g_caches_mutex);
+}
+
+void cache_insert(const growtrace_py_cache_insert* ins) {
+    RecursionGuard guard;
+    RecordEncoder body(RecordKind::CacheInsert);
+    body.varint(ins->phase).varint(ins->cache_id).varint(ins->insert_seq);
+    if (ins->phase == GROWTRACE_PY_MISS_BEGIN) {
+        body.varint(capture_stack_api()).varint(ins->entries_before).string(ins->key_desc, ins->key_desc_len);
+        body.varint(ins->key_type_count);
+        for (size_t i = 0; i < ins->key_type_count; ++i) body.varint(ins->key_types[i]);
+    } else {
+        body.string(ins->value_type, ins->value_type_len);
+    }
+    emit(RecordKind::CacheInsert, body);
+}
+
+void cache_destroyed(uint64_t cache_id) {
+    pthread_mutex_lock(&g_caches_mutex);
+    for (int i = 0; i < g_cache_count; ++i) {
+        if (g_caches[i].id != cache_id) continue;
+        g_caches[i].dict = nullptr;  // reported as destroyed by the next poll
+        break;
+    }
+    pthread_mutex_unlock(&g_caches_mutex);
+}
+
+void emit_type(uint32_t source, uint64_t address, uint64_t stack_id, const char* module, size_t module_len,
+               const char* qualname, size_t qualname_len, const char* meta, size_t meta_len) {
+    RecordEncoder body(RecordKind::TypeCreate);
+    body.varint(source).varint(address).varint(stack_id);
+    body.string(module, module_len).string(qualname, qualname_len).string(meta, meta_len);
+    emit(RecordKind::TypeCreate, body);
+}
+
+void type_created(const growtrace_py_type_info* t) {
+    RecursionGuard guard;
+    emit_type(t->source, t->address, 0, t->module, t->module_len, t->qualname, t->qualname_len, t->metaclass,
+              t->metaclass_len);
+}
+
+growtrace_py_api g_api_table = {
+    sizeof(growtrace_py_api), GROWTRACE_PY_API_VERSION, GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL, 0,
+    agent_attach, capture_stack_api, cache_created, cache_insert, cache_destroyed, type_created,
+};
+
+using TypeReadyFn = int (*)(PyTypeObject*);
+
+struct TypeApi {
+    PyObject* (*dict_get)(PyObject*, const char*);
+    const char* (*utf8)(PyObject*, Py_ssize_t*);
+};
+TypeApi g_type_api;
+
+const char* text(PyObject* s, Py_ssize_t& size) {
+    size = 0;
+    if (!s || !PyUnicode_Check(s) || !g_type_api.utf8) return "";
+    const char* t = g_type_api.utf8(s, &size);
+    return t ? t : "";
+}
+
+void record_heap_type(PyTypeObject* type) {
+    if (!g_type_api.dict_get) {
+        g_type_api.dict_get = reinterpret_cast<PyObject* (*)(PyObject*, const char*)>(
+            dlsym(RTLD_DEFAULT, "PyDict_GetItemString"));
+        g_type_api.utf8 = reinterpret_cast<const char* (*)(PyObject*, Py_ssize_t*)>(
+            dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8AndSize"));
+        if (!g_type_api.dict_get) return;
+    }
+    auto* heap = reinterpret_cast<PyHeapTypeObject*>(type);
+    Py_ssize_t module_len = 0, name_len = 0;
+    PyObject* module = type->tp_dict ? g_type_api.dict_get(type->tp_dict, "__module__") : nullptr;
+    const char* module_text = text(module, module_len);
+    const char* name = text(heap->ht_qualname, name_len);
+    const char* meta = Py_TYPE(type)->tp_name ? Py_TYPE(type)->tp_name : "";
+    uint64_t stack = capture_stack_api();
+    emit_type(GROWTRACE_PY_TYPE_FROM_NATIVE_HOOK, reinterpret_cast<uint64_t>(type), stack, module_text,
+              static_cast<size_t>(module_len), name, static_cast<size_t>(name_len), meta, strlen(meta));
+}
+
+}  // namespace
+
+void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
+    RecordEncoder rec(RecordKind::CacheSize);
+    uint64_t changed = 0;
+    int64_t entries[kMaxWatchedCaches];
+    uint64_t ids[kMaxWatchedCaches];
+    pthread_mutex_lock(&g_caches_mutex);
+    for (int i = 0; i < g_cache_count; ++i) {
+        WatchedCache& c = g_caches[i];
+        if (c.last_entries < 0) continue;  // destroyed and reported
+        // A racy read of one aligned word (the writer does not hold the GIL): at worst a
+        // count one insertion old.
+        int64_t now = c.dict ? static_cast<int64_t>(__atomic_load_n(&c.dict->ma_used, __ATOMIC_RELAXED)) : -1;
+        if (now == c.last_entries) continue;
+        c.last_entries = now;
+        ids[changed] = c.id;
+        entries[changed++] = now;
+    }
+    pthread_mutex_unlock(&g_caches_mutex);
+    if (!changed) return;
+    rec.varint(now_ticks()).varint(changed);
+    for (uint64_t i = 0; i < changed; ++i) rec.varint(ids[i]).svarint(entries[i]);
+    sink(rec);
+}
+
+void forget_caches() {
+    g_cache_count = 0;
+    pthread_mutex_init(&g_caches_mutex, nullptr);
+}
+
+}  // namespace growtrace::preload::python
+
+using namespace growtrace::preload;
+
+namespace growtrace::preload::python {
+namespace {
+TypeReadyFn real_type_ready() {
+    static TypeReadyFn real = [] {
+        auto fn = reinterpret_cast<TypeReadyFn>(dlsym(RTLD_NEXT, "PyType_Ready"));
+        if (!fn) fn = reinterpret_cast<TypeReadyFn>(dlsym(RTLD_DEFAULT, "PyType_Ready"));
+        return fn == &PyType_Ready ? nullptr : fn;
+    }();
+    return real;
+}
+}  // namespace
+}  // namespace growtrace::preload::python
+
+// Every class statement and type() call ends in PyType_Ready. Where libpython is a shared
+// library its internal calls go through the PLT and reach this definition first; in a Python
+// linked into its executable they do not, and the agent's gc scan reports classes instead.
+extern "C" int PyType_Ready(PyTypeObject* type) {
+    python::TypeReadyFn real = python::real_type_ready();
+    if (!real) return -1;
+    int rc = real(type);
+    if (rc == 0 && (type->tp_flags & Py_TPFLAGS_HEAPTYPE) && !t_in_tracer && tracer_active()) python::record_heap_type(type);
+    return rc;
+}
+
+extern "C" __attribute__((visibility("default"))) const growtrace_py_api* growtrace_py_get_api(uint32_t min_version) {
+    if (min_version > GROWTRACE_PY_API_VERSION || !tracer_active()) return nullptr;
+    static const bool type_hook = dlsym(RTLD_DEFAULT, "PyType_Ready") == reinterpret_cast<void*>(&PyType_Ready);
+    if (type_hook) python::g_api_table.features |= GROWTRACE_PY_FEATURE_NATIVE_TYPE_HOOK;
+    return &python::g_api_table;
+}

@@ -14,8 +14,11 @@
 namespace growtrace::format {
 
 inline constexpr char kMagic[8] = {'G', 'R', 'O', 'W', 'T', 'R', 'C', '\n'};
-// Version history: 1 = first published format.
-inline constexpr uint32_t kVersion = 1;
+// Version history:
+//   1 = thread runs carry Alloc/Free with addresses and exact ticks.
+//   2 = thread runs carry AllocCompact/FreeCompact/Time (the writer matches frees); the
+//       v1 kinds stay valid and readers must accept both.
+inline constexpr uint32_t kVersion = 2;
 
 struct FileHeader {
     char magic[8];
@@ -69,11 +72,20 @@ enum class RecordKind : uint8_t {
     PyFrame = 0x06,
     // Thread name.  varint tid, string name
     ThreadName = 0x07,
+    // The run's clock moved (v2).  svarint dticks from the run's current ticks. Compact events
+    // happened at the run's current ticks; thread events with their own dticks (0x30-0x32)
+    // are relative to it and move it.
+    Time = 0x08,
 
     // Allocation. svarint dticks, varint size, svarint daddr, varint stack_id
     Alloc = 0x10,
     // Free. svarint dticks, svarint daddr
     Free = 0x11,
+    // Allocation (v2): varint size, varint stack_id. The n-th AllocCompact of the file (from 1)
+    // is allocation n.
+    AllocCompact = 0x12,
+    // Free (v2): varint age = (number of AllocCompact records so far) - n, for allocation n.
+    FreeCompact = 0x13,
 
     // Periodic time mark from the tracer's writer thread.
     //   varint ticks, varint monotonic_ns, varint rss_bytes

@@ -5,7 +5,7 @@
 namespace growtrace::preload {
 
 struct Config {
-    char output[4096];
+    char output[4096] = {};
     bool follow_fork = true;
     bool follow_exec = true;
     unsigned tick_ms = 100;

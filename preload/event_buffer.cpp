@@ -14,6 +14,7 @@ Buffer* g_free = nullptr;
 Buffer* g_full_head = nullptr;
 Buffer* g_full_tail = nullptr;
 size_t g_full_count = 0;
+uint64_t g_next_seq = 0;
 size_t g_allocated = 0;
 bool g_no_wait = false;
 
@@ -30,11 +31,15 @@ Buffer* pool_get() {
         if (g_free) {
             b = g_free;
             g_free = b->next;
+            b->seq = g_next_seq++;
             break;
         }
         if (g_allocated < kMaxBuffers) {
             b = map_buffer();
-            if (b) ++g_allocated;
+            if (b) {
+                ++g_allocated;
+                b->seq = g_next_seq++;
+            }
             break;
         }
         if (g_no_wait) break;

@@ -13,6 +13,7 @@ inline constexpr size_t kBufferBytes = 64 * 1024;
 struct Buffer {
     Buffer* next;
     size_t used;
+    uint64_t seq;  // order in which buffers were started: a thread's buffers are written in it
     uint8_t data[kBufferBytes];
 
     size_t room() const { return kBufferBytes - used; }

@@ -53,31 +53,33 @@ struct ThreadState {
     // begin differently and would evict each other.
     struct StackCache {
         int count = 0;
-        uint64_t frames[kMaxFrames + python::kMaxPythonFrames];
-        uint32_t ids[kMaxFrames + python::kMaxPythonFrames];
+        uint64_t frames[kMaxFrames + python::kMaxPythonFrames] = {};
+        uint32_t ids[kMaxFrames + python::kMaxPythonFrames] = {};
     };
     StackCache stacks[2];
     // The same idea for Python frame locations: (code, offset) -> tagged frame id.
     int prev_py_count = 0;
-    python::FrameRef prev_py[python::kMaxPythonFrames];
-    uint64_t prev_py_tagged[python::kMaxPythonFrames];
+    python::FrameRef prev_py[python::kMaxPythonFrames] = {};
+    uint64_t prev_py_tagged[python::kMaxPythonFrames] = {};
 
     void forget_stacks() { stacks[0].count = stacks[1].count = prev_py_count = 0; }
 };
 
 ThreadState* const kThreadGone = reinterpret_cast<ThreadState*>(uintptr_t{1});
 
-Config g_config;
+// Constant-initialised: the library constructor may run before this file's dynamic
+// initialisers, which would then reset what recorder_start() read.
+constinit Config g_config;
 int g_pid = 0;  // the traced process; differs from getpid() only in a vfork child
-TraceFile g_file;
-StackTree g_tree;
+constinit TraceFile g_file;
+constinit StackTree g_tree;
 pthread_key_t g_thread_key;
 
 pthread_mutex_t g_registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 ThreadState* g_threads = nullptr;
 // Events of threads whose thread-exit destructor already ran (other destructors may still
 // allocate); shared, so its runs name their thread each time.
-ThreadState g_late;
+constinit ThreadState g_late;
 
 __thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
@@ -323,7 +325,7 @@ void child_after_fork() {
     char parent_trace[sizeof g_config.output];
     snprintf(parent_trace, sizeof parent_trace, "%s", g_file.path());
     g_file.abandon();
-    bool keep = tracer_active() && g_config.follow_fork && g_file.open(g_config.output, true);
+    bool keep = tracer_active() && g_config.follow_fork && g_file.open(g_config.output, TraceFile::Origin::Forked);
     if (!keep) g_tracer_state.store(static_cast<int>(TracerState::Stopped));
     writer_child_after_fork(&g_file, keep, g_config.tick_ms);
     if (keep) emit_process_record(parent_trace);
@@ -342,7 +344,7 @@ void recorder_start() {
     }
     python::probe();
     bool ok = unwinder_init() && g_tree.init(kStackTreeLog2) &&
-              pthread_key_create(&g_thread_key, on_thread_exit) == 0 && g_file.open(g_config.output, false);
+              pthread_key_create(&g_thread_key, on_thread_exit) == 0 && g_file.open(g_config.output, TraceFile::Origin::Started);
     if (!ok) {
         g_tracer_state.store(static_cast<int>(TracerState::Stopped));
         return;
@@ -493,7 +495,7 @@ void recorder_before_exec() {
     if (!tracer_active() || getpid() != g_pid) return;
     RecursionGuard guard;
     format::RecordEncoder rec(RecordKind::Exec);
-    writer_emit(rec.string(g_config.follow_exec ? g_config.output : ""));
+    writer_emit(rec.string(""));  // the new image picks its own name (<stem>.exec<N>.gtrace)
     // The image is about to be replaced: everything recorded so far must be on disk. If exec
     // fails, tracing simply goes on.
     writer_flush(false);

@@ -36,13 +36,14 @@ bool TraceFile::try_create(const char* path) {
     return true;
 }
 
-bool TraceFile::open(const char* primary, bool skip_primary) {
-    bool created = !skip_primary && try_create(primary);
+bool TraceFile::open(const char* primary, Origin origin) {
+    bool created = origin == Origin::Started && try_create(primary);
     int first_errno = last_errno_;
     char candidate[sizeof path_];
     char suffix[64];
-    for (int n = 0; !created && n < 100; ++n) {
-        if (n == 0) snprintf(suffix, sizeof suffix, ".%d.gtrace", static_cast<int>(getpid()));
+    for (int n = 1; !created && n < 1000; ++n) {
+        if (origin == Origin::Started) snprintf(suffix, sizeof suffix, ".exec%d.gtrace", n);
+        else if (n == 1) snprintf(suffix, sizeof suffix, ".%d.gtrace", static_cast<int>(getpid()));
         else snprintf(suffix, sizeof suffix, ".%d.%d.gtrace", static_cast<int>(getpid()), n);
         if (!derived_trace_path(primary, suffix, candidate, sizeof candidate)) break;
         created = try_create(candidate);
@@ -95,9 +96,10 @@ bool TraceFile::write_block(const uint8_t* records, size_t size) {
     size_t stored = size;
     header.codec = static_cast<uint8_t>(format::Codec::Raw);
     if (zstd_ && compressed_) {
-        // Level 1: the writer must keep up with allocation-heavy programs on one core.
+        // Level 3 (zstd's default): on compact records it halves the size of level 1 for little
+        // extra time on the writer thread.
         size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(zstd_), compressed_ + sizeof header, bound, records,
-                                     size, 1);
+                                     size, 3);
         if (!ZSTD_isError(n) && n < size) {
             header.codec = static_cast<uint8_t>(format::Codec::Zstd);
             payload = compressed_ + sizeof header;

@@ -11,10 +11,12 @@ namespace growtrace::preload {
 
 class TraceFile {
 public:
-    // Creates the trace. Tries `primary` (unless skip_primary), then <stem>.<pid>.gtrace,
-    // then <stem>.<pid>.<n>.gtrace, never overwriting an existing file. On failure logs why
+    // Creates the trace, never overwriting an existing file. A process started by the user
+    // writes `primary`; when that exists it is an image exec'd by a traced process and writes
+    // <stem>.exec<N>.gtrace. A forked child writes <stem>.<pid>.gtrace. On failure logs why
     // and returns false.
-    bool open(const char* primary, bool skip_primary);
+    enum class Origin { Started, Forked };
+    bool open(const char* primary, Origin origin);
     bool is_open() const { return fd_ >= 0; }
     const char* path() const { return path_; }
 

@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "preload/python/agent_api.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
+#include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
 
 namespace growtrace::preload {
@@ -41,6 +43,7 @@ TraceFile* g_file = nullptr;
 unsigned g_tick_ms = 100;
 int g_statm_fd = -1;
 
+constinit TraceCompactor g_compactor;
 uint8_t* g_block = nullptr;  // records being assembled into the next block
 size_t g_block_used = 0, g_block_capacity = 0;
 bool g_write_failed = false;
@@ -90,8 +93,33 @@ void append(const uint8_t* data, size_t size) {
 }
 
 void append_buffer(Buffer* buffer) {
-    append(buffer->data, buffer->used);
+    g_compactor.process(buffer->data, buffer->used, append);
     pool_put(buffer);
+}
+
+// Buffers collected in one cycle, to be written in the order they were started.
+Buffer* g_collected[4096];
+size_t g_collected_count = 0;
+
+void collect(Buffer* buffer) {
+    if (g_collected_count < sizeof g_collected / sizeof g_collected[0]) g_collected[g_collected_count++] = buffer;
+    else append_buffer(buffer);
+}
+
+// Each thread's runs must reach the compactor in the order the thread wrote them. Taking the
+// current buffers first and the full queue second collects, for every thread, a contiguous
+// series of its buffers; sorting by start order restores it.
+void write_thread_runs() {
+    g_collected_count = 0;
+    recorder_collect_thread_buffers(collect);
+    for (Buffer* b = pool_take_full(); b;) {
+        Buffer* next = b->next;
+        collect(b);
+        b = next;
+    }
+    std::sort(g_collected, g_collected + g_collected_count, [](const Buffer* a, const Buffer* b) { return a->seq < b->seq; });
+    for (size_t i = 0; i < g_collected_count; ++i) append_buffer(g_collected[i]);
+    g_compactor.end_cycle();
 }
 
 void emit_time_mark() {
@@ -111,12 +139,7 @@ void cycle(bool final) {
         g_global_used = 0;
         pthread_mutex_unlock(&g_global_mutex);
 
-        for (Buffer* b = pool_take_full(); b;) {
-            Buffer* next = b->next;
-            append_buffer(b);
-            b = next;
-        }
-        recorder_collect_thread_buffers(append_buffer);
+        write_thread_runs();
         if (final) {
             format::RecordEncoder end(format::RecordKind::End);
             end.varint(now_ticks()).varint(monotonic_ns());
@@ -222,6 +245,7 @@ void writer_parent_after_fork() {
 
 void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms) {
     g_global_used = 0;  // the parent's records
+    g_compactor.reset();  // and its live allocations
     g_block_used = 0;
     g_write_failed = false;
     pthread_mutex_unlock(&g_global_mutex);

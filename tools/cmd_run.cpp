@@ -111,14 +111,29 @@ struct TraceFamily {
     }
 };
 
+// The CPython agent (pyagent/, docs/cpython.md): $GROWTRACE_PYAGENT_DIR, else
+// <dir of the preload library>/../share/growtrace/python. Empty when not built.
+std::string python_agent_dir(const std::string& library) {
+    std::string dir;
+    if (const char* env = getenv("GROWTRACE_PYAGENT_DIR"); env != nullptr && *env != '\0') dir = make_absolute(env);
+    else dir = (fs::path(library).parent_path().parent_path() / "share" / "growtrace" / "python").string();
+    std::error_code ec;
+    return fs::exists(fs::path(dir) / "startup" / "sitecustomize.py", ec) ? dir : std::string();
+}
+
 std::vector<std::string> traced_environment(const std::string& library, const std::string& output,
                                             const RunOptions& options) {
     std::vector<std::string> env;
     std::string old_preload;
+    std::optional<std::string> old_pythonpath;
     for (char** e = environ; *e != nullptr; ++e) {
         std::string entry = *e;
         if (entry.starts_with("LD_PRELOAD=")) {
             old_preload = entry.substr(11);
+            continue;
+        }
+        if (entry.starts_with("PYTHONPATH=")) {
+            old_pythonpath = entry.substr(11);
             continue;
         }
         if (entry.starts_with("GROWTRACE_OUTPUT=") || entry.starts_with("GROWTRACE_FOLLOW_EXEC=") ||
@@ -131,6 +146,18 @@ std::vector<std::string> traced_environment(const std::string& library, const st
     env.push_back("GROWTRACE_OUTPUT=" + output);
     env.push_back(std::string("GROWTRACE_FOLLOW_EXEC=") + (options.no_follow_exec ? "0" : "1"));
     env.push_back(std::string("GROWTRACE_FOLLOW_FORK=") + (options.no_follow_fork ? "0" : "1"));
+    // A Python program finds the agent's sitecustomize first on its path; the agent removes
+    // itself and restores PYTHONPATH (from GROWTRACE_PYTHONPATH_ORIG) before the program runs.
+    // Harmless for other programs.
+    std::string agent = python_agent_dir(library);
+    if (!agent.empty()) {
+        std::string original = old_pythonpath.value_or("");
+        env.push_back("PYTHONPATH=" + agent + "/startup" + (original.empty() ? "" : ":" + original));
+        env.push_back("GROWTRACE_PYTHONPATH_ORIG=" + original);
+        env.push_back("GROWTRACE_PYAGENT_EXT=" + agent + "/_growtrace_agent.cpython-311-x86_64-linux-gnu.so");
+    } else if (old_pythonpath) {
+        env.push_back("PYTHONPATH=" + *old_pythonpath);
+    }
     return env;
 }
 

@@ -202,13 +202,17 @@ void forget_caches() {
 
 using namespace growtrace::preload;
 
+// Our own definition, reached without the GOT: `&PyType_Ready` in this library would resolve to
+// the first definition in the process, which in a static Python is the executable's.
+extern "C" int growtrace_type_ready_local(PyTypeObject*) __attribute__((alias("PyType_Ready"), visibility("hidden")));
+
 namespace growtrace::preload::python {
 namespace {
 TypeReadyFn real_type_ready() {
     static TypeReadyFn real = [] {
         auto fn = reinterpret_cast<TypeReadyFn>(dlsym(RTLD_NEXT, "PyType_Ready"));
         if (!fn) fn = reinterpret_cast<TypeReadyFn>(dlsym(RTLD_DEFAULT, "PyType_Ready"));
-        return fn == &PyType_Ready ? nullptr : fn;
+        return reinterpret_cast<void*>(fn) == reinterpret_cast<void*>(&growtrace_type_ready_local) ? nullptr : fn;
     }();
     return real;
 }
@@ -228,7 +232,8 @@ extern "C" int PyType_Ready(PyTypeObject* type) {
 
 extern "C" __attribute__((visibility("default"))) const growtrace_py_api* growtrace_py_get_api(uint32_t min_version) {
     if (min_version > GROWTRACE_PY_API_VERSION || !tracer_active()) return nullptr;
-    static const bool type_hook = dlsym(RTLD_DEFAULT, "PyType_Ready") == reinterpret_cast<void*>(&PyType_Ready);
+    static const bool type_hook =
+        dlsym(RTLD_DEFAULT, "PyType_Ready") == reinterpret_cast<void*>(&growtrace_type_ready_local);
     if (type_hook) python::g_api_table.features |= GROWTRACE_PY_FEATURE_NATIVE_TYPE_HOOK;
     return &python::g_api_table;
 }

@@ -1,0 +1,77 @@
+// Rewrites the threads' event runs into the compact form stored on disk (trace format v2).
+//
+// Threads record each allocation with its address and a cycle-exact timestamp, which is what
+// the hot path can produce without sharing anything. On disk neither is needed: the writer,
+// which sees every event, matches each free to its allocation here and writes
+//   AllocCompact  size, stack            (the n-th one in the file is allocation n)
+//   FreeCompact   n_now - n              (how many allocations ago it was made)
+//   Time          only when the run's clock moved by more than kTimeQuantum
+// Low-entropy numbers compress several times better than addresses and timestamps.
+//
+// Runs of different threads arrive in any order, and an address freed in one thread can be
+// reused in another before the first run is written. Frees are therefore matched by time:
+// a free at t ends the live allocation at that address with the latest birth <= t; a free
+// that finds none waits a couple of cycles for its allocation's run, then is dropped as a free
+// of memory allocated before tracing began.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace growtrace::preload {
+
+class TraceCompactor {
+public:
+    using Sink = void (*)(const uint8_t* data, size_t size);
+
+    // Rewrites one buffer of runs (each starting with a Thread record) into `sink`.
+    void process(const uint8_t* data, size_t size, Sink sink);
+    // Called once per writer cycle: ages unmatched frees.
+    void end_cycle();
+    // A forked child starts a new trace with nothing live.
+    void reset();
+
+    uint64_t live_allocations() const { return live_.size; }
+
+private:
+    struct Entry {
+        uint64_t addr;  // 0 = empty slot
+        uint64_t ticks;
+        uint64_t id;  // allocation number, or for pending frees the cycle it arrived in
+    };
+    struct Table {
+        Entry* slots = nullptr;
+        size_t mask = 0;
+        uint64_t size = 0;
+        void insert(const Entry& e);
+        // Removes and returns the entry at addr with the largest ticks <= limit.
+        bool take_latest(uint64_t addr, uint64_t limit, Entry& out);
+        // Removes and returns the entry at addr with the smallest ticks >= limit.
+        bool take_earliest_from(uint64_t addr, uint64_t limit, Entry& out);
+        void erase_slot(size_t i);
+        void grow();
+        void clear();
+    };
+
+    static constexpr size_t kMaxRebasedRecord = 8192;
+
+    void emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack);
+    void emit_free(uint64_t ticks, uint64_t addr);
+    void emit_free_of(uint64_t id, uint64_t ticks);
+    void sync_time(uint64_t ticks);
+    void put(uint8_t kind, const uint8_t* payload, size_t size);
+
+    Table live_;     // allocations alive, by address
+    Table pending_;  // frees that found no allocation yet
+    uint64_t allocations_ = 0;
+    uint64_t cycle_ = 0;
+
+    // Current run.
+    uint64_t run_ticks_ = 0;    // ticks of the last event decoded (thread's own clock)
+    uint64_t run_addr_ = 0;
+    uint64_t written_ticks_ = 0;  // time the reader believes the run is at
+    Sink sink_ = nullptr;
+    uint8_t record_[kMaxRebasedRecord + 1 + 10] = {};
+};
+
+}  // namespace growtrace::preload

@@ -117,7 +117,8 @@ enum class RecordKind : uint8_t {
     CacheInsert = 0x31,
     // A class created at run time.  svarint dticks, varint source (0 PyType_Ready hook,
     //   1 agent gc scan), varint address, varint stack_id (0: use the allocation at address),
-    //   string module, string qualname, string metaclass
+    //   string module, string qualname, string metaclass; v2 appends varint type_allocation:
+    //   1 + age (as in FreeCompact) of the AllocCompact holding the class object, 0 unknown
     TypeCreate = 0x32,
     // Entry counts of caches, sampled by the writer.  varint ticks, varint count,
     //   count x (varint cache_id, svarint entries); entries -1 = the cache was destroyed

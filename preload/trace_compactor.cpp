@@ -92,6 +92,16 @@ bool TraceCompactor::Table::take_latest(uint64_t addr, uint64_t limit, Entry& ou
     return true;
 }
 
+const TraceCompactor::Entry* TraceCompactor::Table::find_latest(uint64_t addr, uint64_t limit) const {
+    if (!slots) return nullptr;
+    const Entry* best = nullptr;
+    for (size_t i = hash_addr(addr) & mask; slots[i].addr; i = (i + 1) & mask) {
+        const Entry& e = slots[i];
+        if (e.addr == addr && e.ticks <= limit && (!best || e.ticks > best->ticks)) best = &e;
+    }
+    return best;
+}
+
 bool TraceCompactor::Table::take_earliest_from(uint64_t addr, uint64_t limit, Entry& out) {
     if (!slots || !size) return false;
     size_t best = ~size_t{0};
@@ -160,6 +170,21 @@ void TraceCompactor::emit_free(uint64_t ticks, uint64_t addr) {
     else pending_.insert({addr, ticks, cycle_});
 }
 
+// A TypeCreate names its class by address, which v2 traces do not keep for allocations: the
+// writer appends 1 + the age of the allocation holding the class object (0 = not traced), so
+// the analyzer can tell whether the class is still alive and where it was allocated.
+uint64_t TraceCompactor::type_allocation(const uint8_t* rest, size_t size) const {
+    format::Cursor c(rest, rest + size);
+    uint64_t source, address;
+    if (!c.varint(source) || !c.varint(address)) return 0;
+    // Classes are garbage-collected objects: CPython 3.11 allocates a 16-byte GC header just
+    // before the object, so the block starts there.
+    constexpr uint64_t kGcHeaderBytes = 16;
+    const Entry* e = live_.find_latest(address - kGcHeaderBytes, run_ticks_);
+    if (!e) e = live_.find_latest(address, run_ticks_);
+    return e ? allocations_ - e->id + 1 : 0;
+}
+
 void TraceCompactor::process(const uint8_t* data, size_t size, Sink sink) {
     sink_ = sink;
     format::Cursor c(data, data + size);
@@ -204,9 +229,12 @@ void TraceCompactor::process(const uint8_t* data, size_t size, Sink sink) {
                     uint8_t* q = format::put_varint(
                         rebased, format::zigzag_encode(static_cast<int64_t>(run_ticks_ - written_ticks_)));
                     size_t rest = p.remaining();
-                    if (static_cast<size_t>(q - rebased) + rest <= sizeof rebased) {
+                    if (static_cast<size_t>(q - rebased) + rest + format::kMaxVarintBytes <= sizeof rebased) {
                         memcpy(q, p.position(), rest);
-                        put(kind, rebased, static_cast<size_t>(q - rebased) + rest);
+                        q += rest;
+                        if (kind == static_cast<uint8_t>(RecordKind::TypeCreate))
+                            q = format::put_varint(q, type_allocation(p.position(), rest));
+                        put(kind, rebased, static_cast<size_t>(q - rebased));
                         written_ticks_ = run_ticks_;
                     }
                 } else {

@@ -46,6 +46,8 @@ private:
         void insert(const Entry& e);
         // Removes and returns the entry at addr with the largest ticks <= limit.
         bool take_latest(uint64_t addr, uint64_t limit, Entry& out);
+        // The entry at addr with the largest ticks <= limit, left in place; nullptr if none.
+        const Entry* find_latest(uint64_t addr, uint64_t limit) const;
         // Removes and returns the entry at addr with the smallest ticks >= limit.
         bool take_earliest_from(uint64_t addr, uint64_t limit, Entry& out);
         void erase_slot(size_t i);
@@ -55,6 +57,7 @@ private:
 
     static constexpr size_t kMaxRebasedRecord = 8192;
 
+    uint64_t type_allocation(const uint8_t* payload, size_t size) const;
     void emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack);
     void emit_free(uint64_t ticks, uint64_t addr);
     void emit_free_of(uint64_t id, uint64_t ticks);

@@ -96,6 +96,12 @@ void pool_stop_waiting() {
     pthread_mutex_unlock(&g_mutex);
 }
 
+void pool_resume_waiting() {
+    pthread_mutex_lock(&g_mutex);
+    g_no_wait = false;
+    pthread_mutex_unlock(&g_mutex);
+}
+
 void pool_prepare_fork() { pthread_mutex_lock(&g_mutex); }
 void pool_parent_after_fork() { pthread_mutex_unlock(&g_mutex); }
 void pool_child_after_fork() {

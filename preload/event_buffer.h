@@ -31,6 +31,8 @@ Buffer* pool_take_full();  // the whole queue, oldest first
 
 // The writer stopped: never block producers again.
 void pool_stop_waiting();
+// A writer runs again (attach mode, next trace): producers may wait for it again.
+void pool_resume_waiting();
 
 // Lock and unlock everything around fork(); the child also forgets queued buffers, which hold
 // the parent's events.

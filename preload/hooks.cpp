@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "preload/attach.h"
 #include "preload/hook_list.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
@@ -224,6 +225,7 @@ __attribute__((visibility("default"))) int dlclose(void* handle) {
 namespace {
 __attribute__((constructor)) void growtrace_library_loaded() {
     ready();
+    if (loaded_for_attach()) return;  // `growtrace attach` starts the trace (preload/attach.cpp)
     recorder_start();
 }
 __attribute__((destructor)) void growtrace_library_unloading() { recorder_stop(); }

@@ -170,6 +170,13 @@ void module_map_child_after_fork() {
     pthread_mutex_unlock(&g_mutex);
 }
 
+void module_map_forget() {
+    pthread_mutex_lock(&g_mutex);
+    g_known_count = 0;
+    g_last_adds = g_last_subs = ~0ull;
+    pthread_mutex_unlock(&g_mutex);
+}
+
 bool module_map_covers(uint64_t ip) {
     const Ranges* r = g_ranges.load(std::memory_order_acquire);
     if (!r) return false;

@@ -21,6 +21,8 @@ void module_map_scan(RecordSink sink, bool force);
 void module_map_prepare_fork();
 void module_map_parent_after_fork();
 void module_map_child_after_fork();  // also forgets what was written
+// Attach mode, next trace: write every module again.
+void module_map_forget();
 
 // Lock-free: is ip inside an executable segment written to the trace so far?
 bool module_map_covers(uint64_t ip);

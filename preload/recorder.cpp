@@ -542,4 +542,56 @@ void recorder_collect_thread_buffers(void (*take)(Buffer*)) {
     }
 }
 
+// --- attach mode (issue #4; driven by preload/attach.cpp) ---
+//
+// A library dlopen'ed into a running process starts one trace per attach. The first attach
+// initialises what recorder_start() would; later ones reset what belongs to the previous trace
+// (stack and Python frame ids, module list, events a thread was still writing at the stop).
+bool recorder_start_attached(const char* output) {
+    RecursionGuard guard;
+    if (tracer_active()) return false;
+    static bool initialised = false;
+    g_config = read_config();
+    snprintf(g_config.output, sizeof g_config.output, "%s", output);
+    g_config.follow_fork = false;  // a forked child keeps our patched GOT but traces nothing
+    g_pid = getpid();
+    if (!initialised) {
+        python::probe();
+        if (!unwinder_init() || !g_tree.init(kStackTreeLog2) || pthread_key_create(&g_thread_key, on_thread_exit) != 0)
+            return false;
+        pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
+        initialised = true;
+    } else {
+        g_tree.reset();
+        python::reset();
+        pthread_mutex_lock(&g_registry_mutex);
+        for (ThreadState* ts = g_threads; ts; ts = ts->next) {
+            lock(ts);
+            if (ts->buffer) pool_put(ts->buffer);
+            ts->buffer = nullptr;
+            ts->run_tid = 0;
+            ts->forget_stacks();
+            unlock(ts);
+        }
+        pthread_mutex_unlock(&g_registry_mutex);
+        lock(&g_late);
+        if (g_late.buffer) pool_put(g_late.buffer);
+        g_late.buffer = nullptr;
+        g_late.run_tid = 0;
+        g_late.forget_stacks();
+        unlock(&g_late);
+        pool_put_list(pool_take_full());
+        module_map_forget();
+    }
+    writer_reset_for_attach();
+    if (!g_file.open(g_config.output, TraceFile::Origin::Started)) return false;
+    emit_process_record("");
+    if (!writer_start(&g_file, g_config.tick_ms)) {
+        g_file.close();
+        return false;
+    }
+    g_tracer_state.store(static_cast<int>(TracerState::Active));
+    return true;
+}
+
 }  // namespace growtrace::preload

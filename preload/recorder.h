@@ -49,4 +49,8 @@ void recorder_before_dlclose();
 // threads that have exited.
 void recorder_collect_thread_buffers(void (*take)(Buffer*));
 
+// Attach mode (preload/attach.cpp): starts a trace to `output` in a running process, also
+// after an earlier attach ended with recorder_stop(). False if already tracing or on failure.
+bool recorder_start_attached(const char* output);
+
 }  // namespace growtrace::preload

@@ -261,4 +261,21 @@ void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_m
     if (keep_tracing) spawn_thread();
 }
 
+void writer_reset_for_attach() {
+    pthread_mutex_lock(&g_cycle_mutex);
+    pthread_mutex_lock(&g_global_mutex);
+    g_global_used = 0;
+    pthread_mutex_unlock(&g_global_mutex);
+    g_compactor.reset();
+    g_block_used = 0;
+    g_write_failed = false;
+    pthread_mutex_unlock(&g_cycle_mutex);
+    pthread_mutex_lock(&g_wake_mutex);
+    g_wake = g_stop = false;
+    pthread_mutex_unlock(&g_wake_mutex);
+    if (g_statm_fd >= 0) close(g_statm_fd);
+    g_statm_fd = -1;
+    pool_resume_waiting();
+}
+
 }  // namespace growtrace::preload

@@ -33,4 +33,8 @@ void writer_prepare_fork();
 void writer_parent_after_fork();
 void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms);
 
+// Attach mode: forget the previous trace's state (records, live allocations, a failed write)
+// and let producers wait for the writer again, before writer_start() starts the next trace.
+void writer_reset_for_attach();
+
 }  // namespace growtrace::preload

@@ -1,0 +1,148 @@
+// Attach mode (see attach.h): start and stop a trace in a process the library was injected
+// into. Starting opens the trace and then redirects the allocation functions of every loaded
+// object to our hooks through their GOT; a helper thread patches objects loaded later.
+// Stopping puts the GOT back first, then ends the trace, so no hook call can still be
+// recording into it after it is closed except those already under way.
+#include "preload/attach.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "preload/got_patcher.h"
+#include "preload/hook_list.h"
+#include "preload/log.h"
+#include "preload/recorder.h"
+#include "preload/recursion_guard.h"
+
+namespace growtrace::preload {
+namespace {
+
+constexpr unsigned kRescanMs = 100;  // how soon an object dlopen'ed by the program is patched
+
+#define GT_NAME(name, ret, params) #name,
+const char* const kHookNames[] = {GT_ALLOCATION_HOOKS(GT_NAME)};
+#undef GT_NAME
+constexpr int kHookCount = sizeof kHookNames / sizeof kHookNames[0];
+
+GotTarget g_targets[kHookCount];
+unsigned long g_self_base = 0;
+pthread_mutex_t g_attach_mutex = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<bool> g_attached{false};
+std::atomic<unsigned> g_generation{0};
+
+// Our own definitions of malloc & co. `&malloc` here would name the process-wide one (this
+// library is not in the global scope); a lookup in our own handle starts with ourselves.
+bool find_own_hooks() {
+    if (g_targets[0].replacement) return true;
+    Dl_info self;
+    if (!dladdr(reinterpret_cast<void*>(&find_own_hooks), &self) || !self.dli_fname) return false;
+    void* handle = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (!handle) return false;
+    for (int i = 0; i < kHookCount; ++i) {
+        void* own = dlsym(handle, kHookNames[i]);
+        Dl_info where;
+        if (!own || !dladdr(own, &where) || where.dli_fbase != self.dli_fbase) return false;
+        g_targets[i] = {kHookNames[i], own};
+    }
+    g_self_base = reinterpret_cast<unsigned long>(self.dli_fbase);
+    return true;
+}
+
+// The hooks forward to what dlsym(RTLD_NEXT) finds from this library, libc's functions. If the
+// program's own calls go elsewhere (jemalloc preloaded), redirecting them would mix heaps.
+bool forwards_to_program_allocator() {
+    for (int i = 0; i < kHookCount; ++i) {
+        void* program = dlsym(RTLD_DEFAULT, kHookNames[i]);
+        void* next = dlsym(RTLD_NEXT, kHookNames[i]);
+        if (program && next && program != next) {
+            log_line("attach: the program's %s is not libc's; not attaching", kHookNames[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+void* rescan_main(void* arg) {
+    t_in_tracer = true;
+    prctl(PR_SET_NAME, "growtrace-at", 0, 0, 0);
+    auto generation = static_cast<unsigned>(reinterpret_cast<uintptr_t>(arg));
+    while (g_attached.load() && g_generation.load() == generation) {
+        usleep(kRescanMs * 1000);
+        pthread_mutex_lock(&g_attach_mutex);
+        if (g_attached.load() && g_generation.load() == generation) got_patch_loaded(g_targets, kHookCount, g_self_base);
+        pthread_mutex_unlock(&g_attach_mutex);
+    }
+    return nullptr;
+}
+
+void start_rescan_thread() {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    uintptr_t generation = g_generation.load();
+    int rc = pthread_create(&thread, &attr, rescan_main, reinterpret_cast<void*>(generation));
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (rc != 0) log_line("attach: no thread to patch libraries loaded later: %s", strerror(rc));
+}
+
+}  // namespace
+
+bool loaded_for_attach() {
+    const char* output = getenv("GROWTRACE_OUTPUT");
+    if (output && *output) return false;
+    const char* preload = getenv("LD_PRELOAD");
+    return !(preload && strstr(preload, "libgrowtrace"));
+}
+
+}  // namespace growtrace::preload
+
+using namespace growtrace::preload;
+
+extern "C" __attribute__((visibility("default"))) int growtrace_attach_start(const char* output) {
+    RecursionGuard guard;
+    pthread_mutex_lock(&g_attach_mutex);
+    int rc;
+    if (tracer_active() || g_attached.load()) rc = -1;
+    else if (!find_own_hooks()) rc = -5;
+    else if (!forwards_to_program_allocator()) rc = -2;
+    else if (!output || !*output || !recorder_start_attached(output)) rc = -3;
+    else {
+        rc = got_patch_loaded(g_targets, kHookCount, g_self_base);
+        if (rc <= 0) {
+            got_restore_all();
+            recorder_stop();
+            rc = -4;
+        } else {
+            g_attached.store(true);
+            g_generation.fetch_add(1);
+            start_rescan_thread();
+        }
+    }
+    pthread_mutex_unlock(&g_attach_mutex);
+    return rc;
+}
+
+extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void) {
+    RecursionGuard guard;
+    pthread_mutex_lock(&g_attach_mutex);
+    int rc = -1;
+    if (g_attached.exchange(false)) {
+        g_generation.fetch_add(1);
+        rc = got_restore_all();
+        recorder_stop();
+    }
+    pthread_mutex_unlock(&g_attach_mutex);
+    return rc;
+}

@@ -1,0 +1,26 @@
+// Attach mode: libgrowtrace.so dlopen'ed into a running process by `growtrace attach` (through
+// gdb) instead of preloaded. The library then stays idle until growtrace_attach_start() and
+// goes idle again at growtrace_attach_stop(); it is never unloaded (threads may still be inside
+// a hook). Both functions are exported with C linkage for the debugger to call:
+//
+//   int growtrace_attach_start(const char* output)
+//       > 0  tracing to `output` (which must not exist yet); the number of GOT slots redirected
+//       -1   already tracing (the library was preloaded by `growtrace run`, or already attached)
+//       -2   the process's malloc is not the one the hooks would forward to (another allocator
+//            was preloaded): attaching would mix two heaps
+//       -3   the trace could not be started (the reason is logged to the process's stderr)
+//       -4   no allocation call site found to redirect
+//       -5   the library cannot find its own hooks
+//   int growtrace_attach_stop(void)
+//       >= 0 slots restored; the trace ends with an End record and is closed
+//       -1   not attached
+#pragma once
+
+namespace growtrace::preload {
+
+// True when the library was loaded by dlopen without `growtrace run`'s environment
+// (GROWTRACE_OUTPUT unset and LD_PRELOAD not naming libgrowtrace): the constructor must not
+// start tracing.
+bool loaded_for_attach();
+
+}  // namespace growtrace::preload

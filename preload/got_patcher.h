@@ -1,0 +1,36 @@
+// Redirects calls to chosen functions in already-loaded objects by rewriting their GOT slots
+// (attach mode: the library was dlopen'ed into a running process, so symbol interposition
+// cannot reach the objects that are already bound).
+//
+// Preconditions: Linux, x86-64, ELF objects visible to dl_iterate_phdr. Only R_X86_64_JUMP_SLOT
+// and R_X86_64_GLOB_DAT relocations are patched (calls through the PLT and address loads through
+// the GOT); a function pointer stored in data (R_X86_64_64) keeps the original. A slot is only
+// patched when it holds the process-wide definition (dlsym(RTLD_DEFAULT)) or the object's own
+// lazy-binding stub, so objects bound elsewhere (RTLD_DEEPBIND, a private allocator) are left
+// alone. Slots inside PT_GNU_RELRO are made writable for the write and read-only again.
+// Writes are single aligned 8-byte stores: a thread calling through the slot sees the old or
+// the new target, never a torn one.
+#pragma once
+
+#include <cstddef>
+
+namespace growtrace::preload {
+
+struct GotTarget {
+    const char* name;   // symbol named by the relocation
+    void* replacement;  // what the slot gets
+};
+
+// Patches every loaded object not yet patched (skipping `self_base`'s object, libc and the
+// dynamic loader). Cheap when no object was loaded since the last call. Returns the number
+// of slots patched by this call, or -1 if the table of patched slots is full.
+int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base);
+
+// Puts back the original value of every slot still holding its replacement, in objects still
+// loaded, and forgets them all. Returns the number of slots restored.
+int got_restore_all();
+
+// Slots currently patched.
+int got_patched_count();
+
+}  // namespace growtrace::preload

@@ -76,6 +76,18 @@ public:
     void on_py_frame(const PyFrameRecord& r) override { py_frames[r.id] = r; }
     void on_alloc(const AllocEvent& e) override { model_.on_alloc(e); }
     void on_free(const FreeEvent& e) override { model_.on_free(e); }
+    void on_alloc_compact(const AllocCompactEvent& e) override {
+        model_.on_alloc_compact(e);
+        python.on_alloc_compact(e);
+    }
+    void on_free_compact(const FreeCompactEvent& e) override {
+        model_.on_free_compact(e);
+        python.on_free_compact(e);
+    }
+    void on_cache_create(const CacheCreateRecord& r) override { python.on_cache_create(r); }
+    void on_cache_insert(const CacheInsertRecord& r) override { python.on_cache_insert(r); }
+    void on_cache_size(const CacheSizeRecord& r) override { python.on_cache_size(r); }
+    void on_type_create(const TypeCreateRecord& r) override { python.on_type_create(r); }
     void on_time_mark(const TimeMarkRecord& r) override {
         clock.add(r.ticks, r.monotonic_ns);
         rss.emplace_back(r.ticks, r.rss_bytes);
@@ -99,6 +111,7 @@ public:
     std::vector<std::pair<uint64_t, uint64_t>> rss;  // (ticks, bytes)
     std::vector<ChildTrace> children;
     std::vector<TracerErrorRecord> tracer_errors;
+    PythonTracker python;
 
 private:
     RetentionModel& model_;
@@ -197,6 +210,19 @@ void merge_into(StackRetention& to, const StackRetention& from) {
     to.live_count += from.live_count;
 }
 
+// Bytes held at the end of each window, from the sparse births/deaths bins.
+std::vector<uint64_t> retained_series(const std::vector<WindowBin>& bins, uint32_t windows) {
+    std::vector<uint64_t> out(windows, 0);
+    int64_t level = 0;
+    size_t i = 0;
+    for (uint32_t w = 0; w < windows; ++w) {
+        for (; i < bins.size() && bins[i].window <= w; ++i)
+            level += static_cast<int64_t>(bins[i].births_bytes) - static_cast<int64_t>(bins[i].deaths_bytes);
+        out[w] = static_cast<uint64_t>(std::max<int64_t>(level, 0));
+    }
+    return out;
+}
+
 std::vector<TimelinePoint> build_timeline(const RetentionResult& r, const Collector& c, double window_s) {
     std::vector<TimelinePoint> out;
     int64_t level = 0;
@@ -213,6 +239,29 @@ std::vector<TimelinePoint> build_timeline(const RetentionResult& r, const Collec
     return out;
 }
 
+}  // namespace
+
+namespace {
+// Caches and classes from the CPython agent's records; their stacks are symbolized here.
+void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer) {
+    if (c.python.empty()) return;
+    auto seconds = [&](uint64_t ticks) { return c.clock.seconds(static_cast<double>(ticks)); };
+    PythonFindings found = c.python.finish(seconds, out.duration_s);
+    for (CacheFinding& f : found.caches) {
+        CacheReport report{std::move(f), {}};
+        if (report.cache.inserted_from_stack)
+            report.inserted_from = resolve_stack(report.cache.inserted_from_stack, c, symbolizer);
+        (report.cache.unbounded ? out.cache_findings : out.caches).push_back(std::move(report));
+    }
+    for (TypeFinding& f : found.types) {
+        TypeReport report{std::move(f), {}};
+        if (report.type.creation_stack)
+            report.created_from = resolve_stack(report.type.creation_stack, c, symbolizer);
+        (report.type.unbounded ? out.type_findings : out.types).push_back(std::move(report));
+    }
+    if (out.caches.size() > kMaxReportedGroups) out.caches.resize(kMaxReportedGroups);
+    if (out.types.size() > kMaxReportedGroups) out.types.resize(kMaxReportedGroups);
+}
 }  // namespace
 
 AnalysisResult analyze_trace(const std::string& path) {
@@ -277,6 +326,7 @@ AnalysisResult analyze_trace(const std::string& path) {
         g.live_allocations = s.live_count;
         g.allocations = s.allocations;
         g.allocated_bytes = s.allocated_bytes;
+        g.retained_series = retained_series(s.bins, r.num_windows);
         if (g.verdict.cls == GrowthClass::Unbounded) out.findings.push_back(std::move(g));
         else out.groups.push_back(std::move(g));
     }
@@ -286,6 +336,7 @@ AnalysisResult analyze_trace(const std::string& path) {
     if (out.groups.size() > kMaxReportedGroups) out.groups.resize(kMaxReportedGroups);
 
     out.timeline = build_timeline(r, c, window_s);
+    add_python_findings(out, c, symbolizer);
 
     if (!out.ended_cleanly)
         out.warnings.push_back(

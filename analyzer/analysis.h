@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/growth_classifier.h"
+#include "analyzer/python_caches.h"
 #include "analyzer/retention.h"
 #include "analyzer/symbolizer.h"
 
@@ -21,6 +22,8 @@ struct GroupReport {
     uint64_t live_allocations = 0;
     uint64_t allocations = 0;
     uint64_t allocated_bytes = 0;
+    // Bytes this group held at the end of each window (same windows as the timeline).
+    std::vector<uint64_t> retained_series;
 };
 
 struct TimelinePoint {
@@ -35,6 +38,18 @@ struct ChildTrace {
     std::string path;
 };
 
+// A cache announced by the CPython agent, with its inserting stack symbolized.
+struct CacheReport {
+    CacheFinding cache;
+    std::vector<Frame> inserted_from;  // innermost first
+};
+
+// Classes with one qualified name, with their most frequent creating stack.
+struct TypeReport {
+    TypeFinding type;
+    std::vector<Frame> created_from;
+};
+
 struct AnalysisResult {
     std::string command;
     uint64_t pid = 0;
@@ -45,6 +60,10 @@ struct AnalysisResult {
     RetentionTotals totals;
     std::vector<GroupReport> findings;  // unbounded groups, largest retained first
     std::vector<GroupReport> groups;    // other significant groups, largest retained first
+    std::vector<CacheReport> cache_findings;  // caches that keep growing (JSON kind cache_growth)
+    std::vector<CacheReport> caches;          // the other caches that were filled during the run
+    std::vector<TypeReport> type_findings;    // JSON kind duplicate_types
+    std::vector<TypeReport> types;            // other class names created many times
     std::vector<TimelinePoint> timeline;
     std::vector<ChildTrace> children;
     std::vector<std::string> warnings;

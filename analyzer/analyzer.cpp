@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "analyzer/dump.h"
+#include "analyzer/report_html.h"
 #include "analyzer/report_json.h"
+#include "analyzer/report_svg.h"
 #include "analyzer/report_text.h"
 #include "analyzer/trace_error.h"
 
@@ -31,12 +33,28 @@ int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostre
     } catch (const std::bad_alloc&) {
         return fail(err, fmt::format("out of memory while analysing {}", options.trace_path));
     }
-    if (options.json) out << report_json(result).dump(2) << '\n';
-    else write_text_report(result, out);
+    if (!options.write_report) {
+    } else if (options.json) {
+        out << report_json(result).dump(2) << '\n';
+    } else {
+        write_text_report(result, out);
+    }
     if (!options.json_output_path.empty()) {
         std::ofstream file(options.json_output_path, std::ios::binary | std::ios::trunc);
         file << report_json(result).dump(2) << '\n';
         if (!file) return fail(err, fmt::format("cannot write {}: {}", options.json_output_path, std::strerror(errno)));
+    }
+    if (!options.html_output_path.empty()) {
+        std::ofstream file(options.html_output_path, std::ios::binary | std::ios::trunc);
+        write_html_report(result, file);
+        file.flush();
+        if (!file) return fail(err, fmt::format("cannot write {}: {}", options.html_output_path, std::strerror(errno)));
+    }
+    if (!options.svg_output_path.empty()) {
+        std::ofstream file(options.svg_output_path, std::ios::binary | std::ios::trunc);
+        write_svg_plot(result, file);
+        file.flush();
+        if (!file) return fail(err, fmt::format("cannot write {}: {}", options.svg_output_path, std::strerror(errno)));
     }
     return options.fail_on_growth && !result.findings.empty() ? kExitGrowthFound : kExitOk;
 }

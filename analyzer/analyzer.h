@@ -16,6 +16,11 @@ struct AnalyzeOptions {
     bool fail_on_growth = false;  // exit kExitGrowthFound when there is a finding
     // If set, the JSON report is also written to this file (whatever `json` says).
     std::string json_output_path;
+    // If set, the HTML report (report_html.h) / the SVG plot (report_svg.h) is written there.
+    std::string html_output_path;
+    std::string svg_output_path;
+    // If false, nothing is written to `out` (only the files above).
+    bool write_report = true;
 };
 
 inline constexpr int kExitOk = 0;

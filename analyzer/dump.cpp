@@ -60,6 +60,14 @@ public:
         line(fmt::format("Alloc tid={} ticks={} size={} addr=0x{:x} stack={}", e.tid, e.ticks, e.size, e.addr, e.stack_id));
     }
     void on_free(const FreeEvent& e) override { line(fmt::format("Free tid={} ticks={} addr=0x{:x}", e.tid, e.ticks, e.addr)); }
+    void on_run_time(uint64_t tid, uint64_t ticks) override { line(fmt::format("Time tid={} ticks={}", tid, ticks)); }
+    void on_alloc_compact(const AllocCompactEvent& e) override {
+        line(fmt::format("AllocCompact tid={} ticks={} size={} stack={} allocation={}", e.tid, e.ticks, e.size, e.stack_id,
+                         e.seq));
+    }
+    void on_free_compact(const FreeCompactEvent& e) override {
+        line(fmt::format("FreeCompact tid={} ticks={} allocation={}", e.tid, e.ticks, e.seq));
+    }
     void on_time_mark(const TimeMarkRecord& r) override {
         line(fmt::format("TimeMark ticks={} monotonic_ns={} rss_bytes={}", r.ticks, r.monotonic_ns, r.rss_bytes));
     }

@@ -82,10 +82,45 @@ void RecordDecoder::decode_free(const RawRecord& rec, Cursor& c) {
     visitor_.on_free(e);
 }
 
+// Version 2 thread events. Time moves the run's clock; compact events happen at the run's
+// current ticks. Returns false if rec is not one of them.
+bool RecordDecoder::decode_v2_event(const RawRecord& rec, Cursor& c) {
+    switch (rec.kind) {
+        case kKindTime:
+            require_thread(rec);
+            ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+            visitor_.on_run_time(tid_, ticks_);
+            return true;
+        case kKindAllocCompact: {
+            require_thread(rec);
+            AllocCompactEvent e;
+            e.tid = tid_;
+            e.ticks = ticks_;
+            e.size = get_varint(rec, c);
+            e.stack_id = get_varint(rec, c);
+            e.seq = ++compact_allocs_;
+            visitor_.on_alloc_compact(e);
+            return true;
+        }
+        case kKindFreeCompact: {
+            require_thread(rec);
+            const uint64_t age = get_varint(rec, c);
+            if (age >= compact_allocs_) malformed(rec, "FreeCompact names an allocation before the first one");
+            visitor_.on_free_compact(FreeCompactEvent{tid_, ticks_, compact_allocs_ - age});
+            return true;
+        }
+        default:
+            return false;
+    }
+}
+
 void RecordDecoder::decode(const RawRecord& rec) {
     visitor_.on_record(rec);
     Cursor c(rec.data, rec.data + rec.size);
+    if (decode_v2_event(rec, c)) return;
     switch (static_cast<RecordKind>(rec.kind)) {
+        default:
+            break;
         case RecordKind::Process: {
             ProcessRecord r;
             r.pid = get_varint(rec, c);
@@ -191,13 +226,86 @@ void RecordDecoder::decode(const RawRecord& rec) {
             visitor_.on_tracer_error(r);
             return;
         }
-        // CPython records: layouts not specified yet. Add a decode_* function and a visitor
-        // callback per kind here when they are.
-        case RecordKind::CacheCreate:
-        case RecordKind::CacheInsert:
-        case RecordKind::TypeCreate:
-        case RecordKind::CacheSize:
-            break;
+        // CPython records (docs/cpython.md). CacheCreate, CacheInsert and TypeCreate are thread
+        // events whose dticks move the run's clock.
+        case RecordKind::CacheCreate: {
+            require_thread(rec);
+            CacheCreateRecord r;
+            r.tid = tid_;
+            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+            r.cache_id = get_varint(rec, c);
+            r.flags = get_varint(rec, c);
+            r.maxsize = get_svarint(rec, c);
+            r.wrapper_address = get_varint(rec, c);
+            r.dict_address = get_varint(rec, c);
+            r.creation_stack_id = get_varint(rec, c);
+            r.entries = get_varint(rec, c);
+            r.module = get_string(rec, c);
+            r.qualname = get_string(rec, c);
+            r.creator_module = get_string(rec, c);
+            r.creator_file = get_string(rec, c);
+            r.creator_line = get_varint(rec, c);
+            std::string names = get_string(rec, c);
+            for (size_t start = 0; start < names.size();) {
+                size_t end = names.find('\0', start);
+                if (end == std::string::npos) end = names.size();
+                if (end > start) r.bound_names.push_back(names.substr(start, end - start));
+                start = end + 1;
+            }
+            visitor_.on_cache_create(r);
+            return;
+        }
+        case RecordKind::CacheInsert: {
+            require_thread(rec);
+            CacheInsertRecord r;
+            r.tid = tid_;
+            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+            r.phase = get_varint(rec, c);
+            r.cache_id = get_varint(rec, c);
+            r.insert_seq = get_varint(rec, c);
+            if (r.phase == CacheInsertRecord::Begin) {
+                r.stack_id = get_varint(rec, c);
+                r.entries_before = get_varint(rec, c);
+                r.key_desc = get_string(rec, c);
+                uint64_t n = get_varint(rec, c);
+                if (n > c.remaining()) malformed(rec, "key type count exceeds record size");
+                for (uint64_t i = 0; i < n; ++i) r.key_type_addresses.push_back(get_varint(rec, c));
+            } else {
+                r.value_type = get_string(rec, c);
+            }
+            visitor_.on_cache_insert(r);
+            return;
+        }
+        case RecordKind::TypeCreate: {
+            require_thread(rec);
+            TypeCreateRecord r;
+            r.tid = tid_;
+            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+            r.source = get_varint(rec, c);
+            r.address = get_varint(rec, c);
+            r.stack_id = get_varint(rec, c);
+            r.module = get_string(rec, c);
+            r.qualname = get_string(rec, c);
+            r.metaclass = get_string(rec, c);
+            // v2 appends 1 + the age of the allocation holding the class (0 = unknown).
+            uint64_t holder;
+            if (!c.at_end() && c.varint(holder) && holder && holder - 1 < compact_allocs_)
+                r.allocation_seq = compact_allocs_ - (holder - 1);
+            visitor_.on_type_create(r);
+            return;
+        }
+        case RecordKind::CacheSize: {
+            CacheSizeRecord r;
+            r.ticks = get_varint(rec, c);
+            uint64_t n = get_varint(rec, c);
+            if (n > c.remaining() / 2) malformed(rec, "cache count exceeds record size");
+            for (uint64_t i = 0; i < n; ++i) {
+                uint64_t id = get_varint(rec, c);
+                r.entries.emplace_back(id, get_svarint(rec, c));
+            }
+            visitor_.on_cache_size(r);
+            return;
+        }
     }
     visitor_.on_unknown(rec);
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "analyzer/python_records.h"
 #include "analyzer/records.h"
 #include "analyzer/trace_reader.h"
 
@@ -26,11 +27,18 @@ public:
     virtual void on_thread_name(const ThreadNameRecord&) {}
     virtual void on_alloc(const AllocEvent&) {}
     virtual void on_free(const FreeEvent&) {}
+    virtual void on_run_time(uint64_t /*tid*/, uint64_t /*ticks*/) {}  // a Time record moved the run's clock
+    virtual void on_alloc_compact(const AllocCompactEvent&) {}
+    virtual void on_free_compact(const FreeCompactEvent&) {}
     virtual void on_time_mark(const TimeMarkRecord&) {}
     virtual void on_end(const EndRecord&) {}
     virtual void on_fork(const ForkRecord&) {}
     virtual void on_exec(const ExecRecord&) {}
     virtual void on_tracer_error(const TracerErrorRecord&) {}
+    virtual void on_cache_create(const CacheCreateRecord&) {}
+    virtual void on_cache_insert(const CacheInsertRecord&) {}
+    virtual void on_cache_size(const CacheSizeRecord&) {}
+    virtual void on_type_create(const TypeCreateRecord&) {}
     // CPython records (0x30..0x3f) until their layout is specified, and kinds this analyzer
     // does not know (written by a newer tracer): skipped by length, shown raw by the dumper.
     virtual void on_unknown(const RawRecord&) {}
@@ -51,6 +59,7 @@ private:
     void decode_alloc(const RawRecord& rec, format::Cursor& c);
     void decode_free(const RawRecord& rec, format::Cursor& c);
     void require_thread(const RawRecord& rec) const;
+    bool decode_v2_event(const RawRecord& rec, format::Cursor& c);
 
     RecordVisitor& visitor_;
     bool saw_end_ = false;
@@ -59,7 +68,14 @@ private:
     uint64_t tid_ = 0;
     uint64_t ticks_ = 0;
     uint64_t addr_ = 0;
+    uint64_t compact_allocs_ = 0;  // AllocCompact records so far (version 2)
 };
+
+// Record kinds added in format version 2, named here by value so this code builds against
+// either revision of format/trace_format.h.
+inline constexpr uint8_t kKindTime = 0x08;
+inline constexpr uint8_t kKindAllocCompact = 0x12;
+inline constexpr uint8_t kKindFreeCompact = 0x13;
 
 struct ReadSummary {
     uint32_t version = 0;

@@ -73,6 +73,22 @@ struct FreeEvent {
     uint64_t addr = 0;
 };
 
+// Version 2 compact events: the writer matched frees to allocations itself. Allocation n is
+// the n-th AllocCompact of the file (from 1); a FreeCompact names the n it frees.
+struct AllocCompactEvent {
+    uint64_t tid = 0;
+    uint64_t ticks = 0;
+    uint64_t size = 0;
+    uint64_t stack_id = 0;
+    uint64_t seq = 0;
+};
+
+struct FreeCompactEvent {
+    uint64_t tid = 0;
+    uint64_t ticks = 0;
+    uint64_t seq = 0;
+};
+
 struct TimeMarkRecord {
     uint64_t ticks = 0;
     uint64_t monotonic_ns = 0;

@@ -29,7 +29,9 @@ json finding_json(const GroupReport& g) {
             {"confidence", g.verdict.confidence},
             {"reason", g.verdict.reason},
             {"stack_ids", g.stack_ids},
-            {"frames", frames_json(g.frames)}};
+            {"frames", frames_json(g.frames)},
+            {"allocated_bytes", g.allocated_bytes},
+            {"retained_series", g.retained_series}};
 }
 
 json group_json(const GroupReport& g) {
@@ -44,7 +46,9 @@ json group_json(const GroupReport& g) {
             {"plateau_at_s", g.verdict.plateau_at_s},
             {"confidence", g.verdict.confidence},
             {"stack_ids", g.stack_ids},
-            {"frames", frames_json(g.frames)}};
+            {"frames", frames_json(g.frames)},
+            {"allocated_bytes", g.allocated_bytes},
+            {"retained_series", g.retained_series}};
 }
 
 }  // namespace

@@ -281,6 +281,32 @@ void RetentionModel::on_free(const FreeEvent& e) {
     maybe_sweep();
 }
 
+void RetentionModel::on_alloc_compact(const AllocCompactEvent& e) {
+    ++totals_.allocations;
+    max_ticks_ = std::max(max_ticks_, e.ticks);
+    const uint32_t s = stack_index(e.stack_id);
+    add_birth(s, e.ticks, e.size);
+    Slot alloc;
+    alloc.ticks = e.ticks;
+    alloc.size = e.size;
+    alloc.stack = s;
+    compact_live_[e.seq] = alloc;
+}
+
+void RetentionModel::on_free_compact(const FreeCompactEvent& e) {
+    ++totals_.frees;
+    max_ticks_ = std::max(max_ticks_, e.ticks);
+    auto it = compact_live_.find(e.seq);
+    if (it == compact_live_.end()) {
+        ++totals_.unmatched_frees;  // freed twice by a corrupt trace: never count it again
+        return;
+    }
+    // Different threads' clocks may disagree slightly; a death is never before its birth.
+    add_death(it->second.stack, std::max(e.ticks, it->second.ticks), it->second.size);
+    ++totals_.matched_frees;
+    compact_live_.erase(it);
+}
+
 RetentionResult RetentionModel::finish() {
     RetentionResult r;
     r.origin_ticks = origin_;
@@ -307,6 +333,13 @@ RetentionResult RetentionModel::finish() {
         }
     }
     addresses_ = {};
+    for (auto& [seq, s] : compact_live_) {
+        StackRetention& st = stacks_[s.stack];
+        st.live_bytes += s.size;
+        st.live_count += 1;
+        st.survivors.push_back(SurvivorBin{window_of(s.ticks), s.size, 1});
+    }
+    compact_live_ = {};
 
     for (StackRetention& st : stacks_) {
         std::sort(st.survivors.begin(), st.survivors.end(),

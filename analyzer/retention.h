@@ -85,6 +85,9 @@ public:
 
     void on_alloc(const AllocEvent& e);
     void on_free(const FreeEvent& e);
+    // Version 2 events: already matched by the writer, so no address bookkeeping.
+    void on_alloc_compact(const AllocCompactEvent& e);
+    void on_free_compact(const FreeCompactEvent& e);
 
     // Resolves what is still open (pending frees, live allocations) and returns the result.
     // The model is empty afterwards.
@@ -126,6 +129,7 @@ private:
     std::vector<StackRetention> stacks_;
     std::unordered_map<uint64_t, uint32_t> stack_index_;
     std::unordered_map<uint64_t, Slots> addresses_;
+    std::unordered_map<uint64_t, Slot> compact_live_;  // by allocation sequence number
     uint32_t epoch_ = 0;
     uint64_t events_since_sweep_ = 0;
     std::vector<WindowBin> heap_;

@@ -17,11 +17,31 @@ uint32_t load_u32_le(const uint8_t* p) {
     return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
 
+thread_local ReadProgressFn t_progress_fn = nullptr;
+thread_local void* t_progress_context = nullptr;
+
 }  // namespace
+
+ReadProgressScope::ReadProgressScope(ReadProgressFn fn, void* context)
+    : previous_fn_(t_progress_fn), previous_context_(t_progress_context) {
+    t_progress_fn = fn;
+    t_progress_context = context;
+}
+
+ReadProgressScope::~ReadProgressScope() {
+    t_progress_fn = previous_fn_;
+    t_progress_context = previous_context_;
+}
 
 std::string record_kind_name(uint8_t kind) {
     using K = format::RecordKind;
+    // Version 2 kinds by value (see record_decoder.h).
+    if (kind == 0x08) return "Time";
+    if (kind == 0x12) return "AllocCompact";
+    if (kind == 0x13) return "FreeCompact";
     switch (static_cast<K>(kind)) {
+        default:
+            break;
         case K::Process: return "Process";
         case K::Module: return "Module";
         case K::ModulesReset: return "ModulesReset";
@@ -151,6 +171,7 @@ bool TraceReader::load_next_block() {
     }
     ++blocks_read_;
     cursor_ = format::Cursor(raw_.data(), raw_.data() + raw_.size());
+    if (t_progress_fn) t_progress_fn(pos_, file_size_, t_progress_context);
     return true;
 }
 

@@ -40,6 +40,21 @@ std::string record_kind_name(uint8_t kind);
 // "block 3 at offset 4096, record Alloc at payload offset 120" — used in error messages.
 std::string describe_position(const RawRecord& rec);
 
+// Reading progress, for a progress display: while a ReadProgressScope lives, every TraceReader
+// on this thread calls `fn(offset reached, file size, context)` after loading each block.
+using ReadProgressFn = void (*)(uint64_t offset, uint64_t file_size, void* context);
+class ReadProgressScope {
+public:
+    ReadProgressScope(ReadProgressFn fn, void* context);
+    ~ReadProgressScope();
+    ReadProgressScope(const ReadProgressScope&) = delete;
+    ReadProgressScope& operator=(const ReadProgressScope&) = delete;
+
+private:
+    ReadProgressFn previous_fn_;
+    void* previous_context_;
+};
+
 class TraceReader {
 public:
     // Opens the file and validates the file header. Throws TraceError.

@@ -26,6 +26,8 @@ struct Collector : RecordVisitor {
     std::vector<ThreadNameRecord> names;
     std::vector<AllocEvent> allocs;
     std::vector<FreeEvent> frees;
+    std::vector<AllocCompactEvent> compact_allocs;
+    std::vector<FreeCompactEvent> compact_frees;
     std::vector<TimeMarkRecord> marks;
     std::vector<EndRecord> ends;
     std::vector<ForkRecord> forks;
@@ -42,6 +44,8 @@ struct Collector : RecordVisitor {
     void on_thread_name(const ThreadNameRecord& r) override { names.push_back(r); }
     void on_alloc(const AllocEvent& e) override { allocs.push_back(e); }
     void on_free(const FreeEvent& e) override { frees.push_back(e); }
+    void on_alloc_compact(const AllocCompactEvent& e) override { compact_allocs.push_back(e); }
+    void on_free_compact(const FreeCompactEvent& e) override { compact_frees.push_back(e); }
     void on_time_mark(const TimeMarkRecord& r) override { marks.push_back(r); }
     void on_end(const EndRecord& r) override { ends.push_back(r); }
     void on_fork(const ForkRecord& r) override { forks.push_back(r); }
@@ -235,6 +239,46 @@ TEST(AnalyzerReader, SkipsUnknownRecordKinds) {
     EXPECT_EQ(c.unknown_kinds, (std::vector<uint8_t>{0x7e, 0x30}));
     ASSERT_EQ(c.allocs.size(), 1u);
     EXPECT_EQ(c.allocs[0].size, 10u);
+}
+
+TEST(AnalyzerReader, SkippedCPythonThreadEventsStillAdvanceTheRunTicks) {
+    // TypeCreate (0x32) starts with svarint dticks (+10, zigzag 20) like Alloc.
+    TraceBuilder b;
+    b.process(1, 0, 0).thread(1, 100).raw_record(0x32, {20, 0, 0}).alloc(115, 8, 0x10, 1);
+    const std::string path = temp_trace_path("pyevent");
+    b.write(path);
+    Collector c;
+    read_trace(path, c);
+    ASSERT_EQ(c.allocs.size(), 1u);
+    // The builder wrote the alloc's delta from 100 (it does not know about the skipped event),
+    // so the reader must put it at 110 + 15.
+    EXPECT_EQ(c.allocs[0].ticks, 125u);
+}
+
+TEST(AnalyzerReader, DecodesVersionTwoCompactEvents) {
+    if (format::kVersion < 2) GTEST_SKIP() << "format/trace_format.h does not define version 2 yet";
+    // Time +5 (zigzag 10), AllocCompact size 32 stack 4 (#1), AllocCompact size 8 stack 4 (#2),
+    // Time +3, FreeCompact age 1 (= #1), then a FreeCompact naming an allocation before #1.
+    TraceBuilder b;
+    b.process(1, 0, 0).thread(7, 100);
+    b.raw_record(kKindTime, {10}).raw_record(kKindAllocCompact, {32, 4}).raw_record(kKindAllocCompact, {8, 4});
+    b.raw_record(kKindTime, {6}).raw_record(kKindFreeCompact, {1});
+    const std::string path = temp_trace_path("v2");
+    b.write(path, 2);
+    Collector c;
+    read_trace(path, c);
+    ASSERT_EQ(c.compact_allocs.size(), 2u);
+    EXPECT_EQ(c.compact_allocs[0].ticks, 105u);
+    EXPECT_EQ(c.compact_allocs[0].seq, 1u);
+    EXPECT_EQ(c.compact_allocs[1].size, 8u);
+    EXPECT_EQ(c.compact_allocs[1].seq, 2u);
+    ASSERT_EQ(c.compact_frees.size(), 1u);
+    EXPECT_EQ(c.compact_frees[0].seq, 1u);
+    EXPECT_EQ(c.compact_frees[0].ticks, 108u);
+    EXPECT_EQ(c.compact_frees[0].tid, 7u);
+
+    b.raw_record(kKindFreeCompact, {2});
+    EXPECT_NE(read_error(b.bytes(2), "v2bad").find("FreeCompact"), std::string::npos);
 }
 
 TEST(AnalyzerReader, FileEndingAtBlockBoundaryWithoutEndIsNotAnError) {

@@ -134,6 +134,20 @@ TEST(AnalyzerRetention, RandomHistoriesDeliveredInRandomChunkOrderAreExact) {
     }
 }
 
+TEST(AnalyzerRetention, CompactEventsAreMatchedBySequenceNumber) {
+    RetentionModel m;
+    m.on_alloc_compact(AllocCompactEvent{1, 10, 100, 1, 1});
+    m.on_alloc_compact(AllocCompactEvent{2, 11, 200, 2, 2});
+    m.on_free_compact(FreeCompactEvent{2, 20, 1});
+    m.on_free_compact(FreeCompactEvent{2, 21, 1});  // corrupt: freed twice, counted once
+    RetentionResult r = m.finish();
+    EXPECT_EQ(r.totals.retained_bytes, 200u);
+    EXPECT_EQ(r.totals.matched_frees, 1u);
+    EXPECT_EQ(r.totals.unmatched_frees, 1u);
+    EXPECT_EQ(find_stack(r, 1)->live_bytes, 0u);
+    EXPECT_EQ(find_stack(r, 2)->live_count, 1u);
+}
+
 TEST(AnalyzerRetention, FreeOfMemoryAllocatedBeforeTracingIsIgnored) {
     RetentionModel m;
     m.on_free(free_(1, 5, 0x5000));

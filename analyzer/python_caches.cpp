@@ -1,0 +1,296 @@
+#include "analyzer/python_caches.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace growtrace {
+namespace {
+
+// Retained memory of a cache is binned this coarsely in ticks (~1.6 ms at 2.6 GHz): plenty for
+// curves, and memory per cache stays proportional to the run's length, not to its events.
+constexpr unsigned kRetainedBucketShift = 22;
+constexpr size_t kMaxExampleKeys = 3;
+constexpr int kQuarters = 4;
+// A finding needs growth in at least this many of the four quarters of its active span, and
+// the latest growth in its second half: a cache that only fills at start-up is not one.
+constexpr int kMinGrowingQuarters = 3;
+
+struct Step {
+    double t;
+    double value;
+};
+
+// The value of a step series at time t (the last step at or before t; `initial` before any).
+double value_at(const std::vector<Step>& steps, double t, double initial) {
+    double v = initial;
+    for (const Step& s : steps) {
+        if (s.t > t) break;
+        v = s.value;
+    }
+    return v;
+}
+
+struct GrowthShape {
+    int growing_quarters = 0;
+    double growth = 0;
+};
+
+GrowthShape quarters(const std::vector<Step>& steps, double initial, double begin, double end) {
+    GrowthShape shape;
+    double previous = value_at(steps, begin, initial);
+    double first = previous;
+    for (int q = 1; q <= kQuarters; ++q) {
+        double v = value_at(steps, begin + (end - begin) * q / kQuarters, initial);
+        if (v > previous) ++shape.growing_quarters;
+        previous = v;
+    }
+    shape.growth = previous - first;
+    return shape;
+}
+
+std::string class_name(const TypeCreateRecord& t) {
+    return t.module.empty() ? t.qualname : t.module + "." + t.qualname;
+}
+
+uint64_t most_frequent(const std::unordered_map<uint64_t, uint64_t>& counts) {
+    uint64_t best = 0, best_count = 0;
+    for (const auto& [key, count] : counts) {
+        if (count > best_count || (count == best_count && key < best)) {
+            best = key;
+            best_count = count;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+PythonTracker::Cache& PythonTracker::cache(uint64_t id) {
+    Cache& c = caches_[id];
+    c.info.cache_id = id;
+    return c;
+}
+
+void PythonTracker::on_cache_create(const CacheCreateRecord& r) {
+    Cache& c = cache(r.cache_id);
+    c.info = r;  // a re-announcement (forked child) replaces the description
+    c.samples.emplace_back(r.ticks, static_cast<int64_t>(r.entries));
+}
+
+void PythonTracker::on_cache_insert(const CacheInsertRecord& r) {
+    auto& open = open_misses_[r.tid];
+    if (r.phase != CacheInsertRecord::Begin) {
+        for (size_t i = open.size(); i-- > 0;) {
+            if (open[i].first == r.cache_id && open[i].second == r.insert_seq) {
+                open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
+                break;
+            }
+        }
+        if (r.phase == CacheInsertRecord::Stored) {
+            Cache& c = cache(r.cache_id);
+            c.samples.emplace_back(r.ticks, -2);  // placeholder: entries_before + 1, fixed below
+        }
+        return;
+    }
+    open.emplace_back(r.cache_id, r.insert_seq);
+    Cache& c = cache(r.cache_id);
+    if (c.insertions++ == 0) c.first_insert = r.ticks;
+    c.first_insert = std::min(c.first_insert, r.ticks);
+    c.last_insert = std::max(c.last_insert, r.ticks);
+    c.samples.emplace_back(r.ticks, static_cast<int64_t>(r.entries_before));
+    ++c.inserting_stacks[r.stack_id];
+    if (c.example_keys.size() < kMaxExampleKeys &&
+        std::find(c.example_keys.begin(), c.example_keys.end(), r.key_desc) == c.example_keys.end())
+        c.example_keys.push_back(r.key_desc);
+    if (!r.key_type_addresses.empty()) c.key_types.emplace_back(r.ticks, r.key_type_addresses);
+}
+
+void PythonTracker::on_cache_size(const CacheSizeRecord& r) {
+    for (const auto& [id, entries] : r.entries)
+        if (entries >= 0) cache(id).samples.emplace_back(r.ticks, entries);
+}
+
+void PythonTracker::on_type_create(const TypeCreateRecord& r) {
+    types_.push_back({r, 0});
+    size_t index = types_.size() - 1;
+    if (r.allocation_seq) type_by_allocation_[r.allocation_seq] = index;
+    types_by_address_[r.address].push_back(index);
+}
+
+void PythonTracker::add_retained(Cache& c, uint64_t ticks, int64_t bytes) {
+    uint64_t bucket = ticks >> kRetainedBucketShift;
+    if (!c.retained_deltas.empty() && c.retained_deltas.back().first == bucket) c.retained_deltas.back().second += bytes;
+    else c.retained_deltas.emplace_back(bucket, bytes);
+}
+
+void PythonTracker::on_alloc_compact(const AllocCompactEvent& e) {
+    auto it = open_misses_.find(e.tid);
+    if (it == open_misses_.end() || it->second.empty()) return;
+    uint64_t id = it->second.back().first;
+    tagged_[e.seq] = {id, e.size};
+    Cache& c = cache(id);
+    c.live_bytes += e.size;
+    ++c.live_count;
+    add_retained(c, e.ticks, static_cast<int64_t>(e.size));
+}
+
+void PythonTracker::on_free_compact(const FreeCompactEvent& e) {
+    if (auto t = type_by_allocation_.find(e.seq); t != type_by_allocation_.end()) {
+        types_[t->second].death_ticks = std::max<uint64_t>(e.ticks, 1);
+        type_by_allocation_.erase(t);
+    }
+    auto it = tagged_.find(e.seq);
+    if (it == tagged_.end()) return;
+    Cache& c = cache(it->second.cache_id);
+    c.live_bytes -= it->second.size;
+    --c.live_count;
+    add_retained(c, e.ticks, -static_cast<int64_t>(it->second.size));
+    tagged_.erase(it);
+}
+
+PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seconds, double end_s) {
+    PythonFindings out;
+    // Which class objects (by address) were alive at the end: the latest class created at an
+    // address, if its allocation was not freed.
+    auto class_at = [&](uint64_t address, uint64_t ticks) -> const ClassRecord* {
+        auto it = types_by_address_.find(address);
+        if (it == types_by_address_.end()) return nullptr;
+        const ClassRecord* best = nullptr;
+        for (size_t i : it->second) {
+            const ClassRecord& c = types_[i];
+            if (c.info.ticks <= ticks && (!best || c.info.ticks > best->info.ticks)) best = &c;
+        }
+        return best;
+    };
+
+    for (auto& [id, c] : caches_) {
+        if (c.insertions == 0) continue;
+        // Stored markers carry no count: they stand for "one more than at the miss".
+        std::sort(c.samples.begin(), c.samples.end());
+        std::vector<Step> steps;
+        double current = 0;
+        for (const auto& [ticks, entries] : c.samples) {
+            current = entries == -2 ? current + 1 : static_cast<double>(entries);
+            steps.push_back({seconds(ticks), current});
+        }
+        CacheFinding f;
+        f.cache_id = id;
+        f.wrapped = c.info.module.empty() ? c.info.qualname : c.info.module + "." + c.info.qualname;
+        f.bound_names = c.info.bound_names;
+        f.name = f.bound_names.empty() ? f.wrapped : f.bound_names.front();
+        f.location = c.info.creator_file.empty() ? "" : c.info.creator_file + ":" + std::to_string(c.info.creator_line);
+        f.maxsize = c.info.maxsize;
+        f.insertions = c.insertions;
+        f.entries_first = steps.empty() ? 0 : static_cast<uint64_t>(steps.front().value);
+        f.entries_last = steps.empty() ? 0 : static_cast<uint64_t>(steps.back().value);
+        f.inserted_from_stack = most_frequent(c.inserting_stacks);
+        f.retained_bytes = c.live_bytes;
+        f.live_allocations = c.live_count;
+        f.example_keys = c.example_keys;
+        for (const Step& s : steps) f.entries_over_time.push_back({s.t, s.value});
+        int64_t retained = 0;
+        for (const auto& [bucket, delta] : c.retained_deltas) {
+            retained += delta;
+            f.retained_over_time.push_back({seconds(bucket << kRetainedBucketShift), static_cast<double>(retained)});
+        }
+
+        double begin = seconds(c.first_insert), last = seconds(c.last_insert);
+        double span = std::max(end_s - begin, 1e-6);
+        f.started_at_s = begin;
+        GrowthShape shape = quarters(steps, static_cast<double>(f.entries_first), begin, std::max(end_s, last));
+        f.growth_entries_per_s = shape.growth / span;
+        f.growth_bytes_per_s = static_cast<double>(f.retained_bytes) / span;
+        bool full = f.maxsize >= 0 && f.entries_last >= static_cast<uint64_t>(f.maxsize);
+        bool late = last >= begin + span / 2;
+        if (full) {
+            f.reason = "full at its maxsize of " + std::to_string(f.maxsize) + " entries: it evicts, it does not grow";
+        } else if (shape.growth < static_cast<double>(kMinCacheGrowthEntries)) {
+            f.reason = "grew by " + std::to_string(static_cast<int64_t>(shape.growth)) + " entries only";
+        } else if (shape.growing_quarters < kMinGrowingQuarters || !late) {
+            f.reason = "filled early and then stopped growing (growth in " + std::to_string(shape.growing_quarters) +
+                       " of 4 quarters of the run)";
+        } else {
+            f.unbounded = true;
+            f.reason = "entries keep rising through the run (growth in " + std::to_string(shape.growing_quarters) +
+                       " of 4 quarters), maxsize " + (f.maxsize < 0 ? std::string("unbounded") : std::to_string(f.maxsize));
+            f.confidence = std::min(1.0, 0.25 * shape.growing_quarters) *
+                           std::min(1.0, shape.growth / (4.0 * kMinCacheGrowthEntries));
+        }
+
+        // Key types: each class object found in keys, by name; alive if never freed.
+        std::map<std::string, std::pair<std::set<uint64_t>, std::set<uint64_t>>> by_name;  // distinct, live
+        for (const auto& [ticks, addresses] : c.key_types) {
+            for (uint64_t address : addresses) {
+                const ClassRecord* cls = class_at(address, ticks);
+                if (!cls) continue;
+                auto& sets = by_name[class_name(cls->info)];
+                uint64_t identity = (cls->info.ticks << 1) ^ address;
+                sets.first.insert(identity);
+                if (cls->death_ticks == 0) sets.second.insert(identity);
+            }
+        }
+        for (const auto& [name, sets] : by_name)
+            f.key_types.push_back({name, sets.first.size(), sets.second.size()});
+        std::sort(f.key_types.begin(), f.key_types.end(),
+                  [](const CacheKeyType& a, const CacheKeyType& b) { return a.distinct_classes > b.distinct_classes; });
+        out.caches.push_back(std::move(f));
+    }
+    std::sort(out.caches.begin(), out.caches.end(), [](const CacheFinding& a, const CacheFinding& b) {
+        if (a.unbounded != b.unbounded) return a.unbounded;
+        return a.retained_bytes > b.retained_bytes;
+    });
+
+    // Classes by qualified name: how many stay alive over time.
+    std::map<std::string, std::vector<const ClassRecord*>> by_name;
+    for (const ClassRecord& c : types_) by_name[class_name(c.info)].push_back(&c);
+    for (const auto& [name, classes] : by_name) {
+        if (classes.size() < kMinTypeCreations) continue;
+        TypeFinding f;
+        f.name = name;
+        f.created = classes.size();
+        std::vector<std::pair<double, int>> changes;
+        std::unordered_map<uint64_t, uint64_t> stacks;
+        double first = end_s;
+        for (const ClassRecord* c : classes) {
+            double born = seconds(c->info.ticks);
+            first = std::min(first, born);
+            changes.emplace_back(born, +1);
+            if (c->death_ticks) changes.emplace_back(seconds(c->death_ticks), -1);
+            else ++f.live_at_end;
+            ++stacks[c->info.stack_id];
+        }
+        std::sort(changes.begin(), changes.end());
+        std::vector<Step> steps;
+        int live = 0;
+        for (const auto& [t, d] : changes) {
+            live += d;
+            steps.push_back({t, static_cast<double>(live)});
+            f.live_over_time.push_back({t, static_cast<double>(live)});
+        }
+        f.creation_stack = most_frequent(stacks);
+        f.started_at_s = first;
+        double span = std::max(end_s - first, 1e-6);
+        GrowthShape shape = quarters(steps, 0, first, end_s);
+        f.created_per_s = static_cast<double>(f.created) / span;
+        if (f.live_at_end < kMinDuplicateLiveClasses) {
+            f.reason = std::to_string(f.created) + " created, " + std::to_string(f.live_at_end) + " alive at the end";
+        } else if (shape.growing_quarters < kMinGrowingQuarters) {
+            f.reason = "live classes stopped increasing (growth in " + std::to_string(shape.growing_quarters) +
+                       " of 4 quarters)";
+        } else {
+            f.unbounded = true;
+            f.reason = std::to_string(f.live_at_end) + " live classes named " + name + " and still being created";
+            f.confidence = std::min(1.0, 0.25 * shape.growing_quarters) *
+                           std::min(1.0, static_cast<double>(f.live_at_end) / (4.0 * kMinDuplicateLiveClasses));
+        }
+        out.types.push_back(std::move(f));
+    }
+    std::sort(out.types.begin(), out.types.end(), [](const TypeFinding& a, const TypeFinding& b) {
+        if (a.unbounded != b.unbounded) return a.unbounded;
+        return a.live_at_end > b.live_at_end;
+    });
+    return out;
+}
+
+}  // namespace growtrace

@@ -1,0 +1,129 @@
+// CPython-level findings: functools.lru_cache caches that never stop filling, and classes
+// with one qualified name that keep being created and stay alive.
+//
+// The tracker follows the agent's records alongside the allocation events: every allocation a
+// thread makes between the start and the end of a cache miss is memory computed for that
+// entry (innermost open miss wins), so what survives of it is what the cache holds. A cache is
+// a finding when its entry count keeps rising over the run (not only while it first fills);
+// one that reaches its maxsize, or stops growing once its keys are all in, is not, however
+// much memory it holds. docs/growth-classifier.md explains the rules.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/python_records.h"
+#include "analyzer/records.h"
+
+namespace growtrace {
+
+struct SeriesPoint {
+    double t_s = 0;
+    double value = 0;
+};
+
+struct CacheKeyType {
+    std::string name;            // module.qualname of a class found in keys
+    uint64_t distinct_classes = 0;  // different class objects with that name in keys
+    uint64_t live_classes = 0;      // of those, alive at the end of the trace
+};
+
+struct CacheFinding {
+    uint64_t cache_id = 0;
+    std::string name;     // the global name it is bound to, else module.qualname
+    std::string wrapped;  // module.qualname of the wrapped callable
+    std::vector<std::string> bound_names;
+    std::string location;  // file:line where lru_cache(...) ran
+    int64_t maxsize = -1;
+    uint64_t entries_first = 0;
+    uint64_t entries_last = 0;
+    uint64_t insertions = 0;
+    uint64_t inserted_from_stack = 0;  // most frequent inserting stack id
+    uint64_t retained_bytes = 0;       // memory computed for entries, alive at the end
+    uint64_t live_allocations = 0;
+    double growth_entries_per_s = 0;
+    double growth_bytes_per_s = 0;
+    double started_at_s = 0;
+    double confidence = 0;
+    bool unbounded = false;
+    std::string reason;
+    std::vector<CacheKeyType> key_types;
+    std::vector<std::string> example_keys;
+    std::vector<SeriesPoint> entries_over_time;
+    std::vector<SeriesPoint> retained_over_time;
+};
+
+struct TypeFinding {
+    std::string name;  // module.qualname
+    uint64_t created = 0;
+    uint64_t live_at_end = 0;
+    uint64_t creation_stack = 0;  // most frequent creating stack id (0 unknown)
+    double created_per_s = 0;
+    double started_at_s = 0;
+    double confidence = 0;
+    bool unbounded = false;
+    std::string reason;
+    std::vector<SeriesPoint> live_over_time;
+};
+
+struct PythonFindings {
+    std::vector<CacheFinding> caches;  // every announced cache with insertions; unbounded first
+    std::vector<TypeFinding> types;    // names created at least kMinTypeCreations times
+};
+
+class PythonTracker {
+public:
+    void on_cache_create(const CacheCreateRecord& r);
+    void on_cache_insert(const CacheInsertRecord& r);
+    void on_cache_size(const CacheSizeRecord& r);
+    void on_type_create(const TypeCreateRecord& r);
+    void on_alloc_compact(const AllocCompactEvent& e);
+    void on_free_compact(const FreeCompactEvent& e);
+
+    // seconds(ticks) converts trace time; end_s is the end of the trace.
+    PythonFindings finish(const std::function<double(uint64_t)>& seconds, double end_s);
+
+    // Stack id of an allocation still alive (for classes reported without a stack).
+    bool empty() const { return caches_.empty() && types_.empty(); }
+
+private:
+    struct Cache {
+        CacheCreateRecord info;
+        std::vector<std::pair<uint64_t, int64_t>> samples;  // ticks, entries
+        uint64_t insertions = 0;
+        uint64_t first_insert = 0, last_insert = 0;
+        std::unordered_map<uint64_t, uint64_t> inserting_stacks;  // stack id -> count
+        std::vector<std::string> example_keys;
+        std::vector<std::pair<uint64_t, std::vector<uint64_t>>> key_types;  // ticks, addresses
+        uint64_t live_bytes = 0, live_count = 0;
+        std::vector<std::pair<uint64_t, int64_t>> retained_deltas;  // ticks bucket, bytes
+    };
+    struct ClassRecord {
+        TypeCreateRecord info;
+        uint64_t death_ticks = 0;  // 0 = alive at the end (or unknown)
+    };
+    struct Tag {
+        uint64_t cache_id;
+        uint64_t size;
+    };
+
+    Cache& cache(uint64_t id);
+    void add_retained(Cache& c, uint64_t ticks, int64_t bytes);
+
+    std::unordered_map<uint64_t, Cache> caches_;
+    std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> open_misses_;  // tid -> (cache, seq)
+    std::unordered_map<uint64_t, Tag> tagged_;  // allocation seq -> cache
+    std::vector<ClassRecord> types_;
+    std::unordered_map<uint64_t, size_t> type_by_allocation_;  // allocation seq -> types_ index
+    std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;
+};
+
+// Below these a cache or a class name is never a finding.
+inline constexpr uint64_t kMinCacheGrowthEntries = 10;
+inline constexpr uint64_t kMinTypeCreations = 10;
+inline constexpr uint64_t kMinDuplicateLiveClasses = 10;
+
+}  // namespace growtrace

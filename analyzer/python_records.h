@@ -1,0 +1,58 @@
+// Decoded CPython records (kinds 0x30-0x33, docs/cpython.md): caches announced by the Python
+// agent, their misses, their sizes, and classes created at run time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace growtrace {
+
+struct CacheCreateRecord {
+    uint64_t tid = 0;
+    uint64_t ticks = 0;
+    uint64_t cache_id = 0;
+    uint64_t flags = 0;
+    int64_t maxsize = -1;  // -1 = unbounded
+    uint64_t wrapper_address = 0;
+    uint64_t dict_address = 0;
+    uint64_t creation_stack_id = 0;
+    uint64_t entries = 0;
+    std::string module, qualname;  // of the wrapped callable
+    std::string creator_module, creator_file;
+    uint64_t creator_line = 0;
+    std::vector<std::string> bound_names;
+};
+
+struct CacheInsertRecord {
+    enum Phase : uint64_t { Begin = 0, Stored = 1, Raised = 2 };
+    uint64_t tid = 0;
+    uint64_t ticks = 0;
+    uint64_t phase = Begin;
+    uint64_t cache_id = 0;
+    uint64_t insert_seq = 0;
+    // Begin only.
+    uint64_t stack_id = 0;
+    uint64_t entries_before = 0;
+    std::string key_desc;
+    std::vector<uint64_t> key_type_addresses;
+    // Stored/Raised only.
+    std::string value_type;
+};
+
+struct CacheSizeRecord {
+    uint64_t ticks = 0;
+    std::vector<std::pair<uint64_t, int64_t>> entries;  // cache_id, entries (-1 = destroyed)
+};
+
+struct TypeCreateRecord {
+    uint64_t tid = 0;
+    uint64_t ticks = 0;
+    uint64_t source = 0;  // 0 PyType_Ready hook, 1 agent gc scan
+    uint64_t address = 0;
+    uint64_t stack_id = 0;  // 0: use the stack of the allocation holding the class
+    std::string module, qualname, metaclass;
+    uint64_t allocation_seq = 0;  // AllocCompact holding the class object (v2), 0 unknown
+};
+
+}  // namespace growtrace

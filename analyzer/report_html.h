@@ -1,0 +1,22 @@
+// The HTML report: one self-contained page (inline CSS, JS and SVG; nothing fetched) that
+// shows the process's memory over time, each finding with its curve, verdict and stack, flame
+// graphs of retained memory and of growth, and the groups that are not findings.
+//
+// The page embeds the JSON document of report_json() and draws everything from it in the
+// browser, so the JSON report stays the single source of truth for what a report contains.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "analyzer/analysis.h"
+
+namespace growtrace {
+
+void write_html_report(const AnalysisResult& result, std::ostream& out);
+
+// The JSON text made safe to sit inside <script type="application/json">: every '<' is
+// written as \u003c, so no "</script>" or "<!--" can appear. Exposed for tests.
+std::string json_for_script(const std::string& json_text);
+
+}  // namespace growtrace

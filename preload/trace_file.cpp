@@ -57,11 +57,13 @@ bool TraceFile::open(const char* primary, Origin origin) {
     format::FileHeader header{};
     memcpy(header.magic, format::kMagic, sizeof header.magic);
     header.version = format::kVersion;
+    complete_size_ = 0;
     if (!write_all(&header, sizeof header)) {
         log_line("cannot write trace to %s: %s; the program runs untraced", path_, strerror(last_errno_));
         close();
         return false;
     }
+    complete_size_ = sizeof header;
     return true;
 }
 
@@ -82,6 +84,16 @@ bool TraceFile::write_all(const void* data, size_t size) {
 
 bool TraceFile::write_block(const uint8_t* records, size_t size) {
     if (fd_ < 0 || size == 0) return fd_ >= 0;
+    if (write_block_parts(records, size)) return true;
+    // The disk took part of the block (full, quota): cut the file back to the previous block
+    // boundary, so what was written stays a readable trace ending at a whole block.
+    int saved = last_errno_;
+    if (ftruncate(fd_, static_cast<off_t>(complete_size_)) == 0) lseek(fd_, 0, SEEK_END);
+    last_errno_ = saved;
+    return false;
+}
+
+bool TraceFile::write_block_parts(const uint8_t* records, size_t size) {
     if (!zstd_) zstd_ = ZSTD_createCCtx();
     size_t bound = ZSTD_compressBound(size);
     if (bound > compressed_capacity_) {
@@ -110,11 +122,16 @@ bool TraceFile::write_block(const uint8_t* records, size_t size) {
     // Header and payload in one write() so a SIGKILL leaves no half block.
     if (payload != records) {
         memcpy(compressed_, &header, sizeof header);
-        return write_all(compressed_, sizeof header + stored);
+        if (!write_all(compressed_, sizeof header + stored)) return false;
+        complete_size_ += sizeof header + stored;
+        return true;
     }
     iovec parts[2] = {{&header, sizeof header}, {const_cast<uint8_t*>(records), size}};
     ssize_t n = writev(fd_, parts, 2);
-    if (n == static_cast<ssize_t>(sizeof header + size)) return true;
+    if (n == static_cast<ssize_t>(sizeof header + size)) {
+        complete_size_ += sizeof header + size;
+        return true;
+    }
     if (n < 0) {
         last_errno_ = errno;
         return false;
@@ -124,7 +141,9 @@ bool TraceFile::write_block(const uint8_t* records, size_t size) {
     if (done < sizeof header && !write_all(reinterpret_cast<uint8_t*>(&header) + done, sizeof header - done))
         return false;
     size_t payload_done = done > sizeof header ? done - sizeof header : 0;
-    return write_all(records + payload_done, size - payload_done);
+    if (!write_all(records + payload_done, size - payload_done)) return false;
+    complete_size_ += sizeof header + size;
+    return true;
 }
 
 bool TraceFile::was_removed() const {

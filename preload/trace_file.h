@@ -33,9 +33,11 @@ public:
 private:
     bool try_create(const char* path);
     bool write_all(const void* data, size_t size);
+    bool write_block_parts(const uint8_t* records, size_t size);
 
     int fd_ = -1;
     int last_errno_ = 0;
+    uint64_t complete_size_ = 0;  // bytes of the header and of whole blocks on disk
     char path_[4096] = {};
     void* zstd_ = nullptr;
     uint8_t* compressed_ = nullptr;

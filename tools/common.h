@@ -40,5 +40,7 @@ struct Trailing {
 Verb add_run_verb(CLI::App& parent, const Trailing& trailing);
 Verb add_analyze_verb(CLI::App& parent);
 Verb add_dump_verb(CLI::App& parent);
+Verb add_attach_verb(CLI::App& parent);
+Verb add_detach_verb(CLI::App& parent);
 
 }  // namespace growtrace::cli

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
     verbs.push_back(add_run_verb(app, trailing));
     verbs.push_back(add_analyze_verb(app));
     verbs.push_back(add_dump_verb(app));
+    verbs.push_back(add_attach_verb(app));
+    verbs.push_back(add_detach_verb(app));
 
     if (args.empty() && !trailing.present) {
         fmt::print(stderr, "{}", app.help());

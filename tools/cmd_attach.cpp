@@ -1,0 +1,440 @@
+// growtrace attach PID [-o FILE] [--duration SECONDS] [--no-wait]
+// growtrace detach PID
+//
+// Starts and stops tracing a running process. gdb loads libgrowtrace.so into the process
+// (dlopen, or glibc's __libc_dlopen_mode when dlopen cannot be named) and calls the library's
+// growtrace_attach_start / growtrace_attach_stop (preload/attach.h). The trace is an ordinary
+// .gtrace file that `growtrace analyze` reads.
+//
+// attach stays in the foreground until --duration elapses, Ctrl-C / SIGTERM, the process exits
+// or someone runs `growtrace detach PID`; with --no-wait it returns once tracing started.
+#include <CLI/CLI.hpp>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <thread>
+#include <variant>
+
+#include "common.h"
+#include "elf_check.h"
+#include "launcher.h"
+
+namespace growtrace::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// gdb normally needs well under 10 s; a process stopped inside its allocator's lock could make
+// dlopen wait forever, which this bounds.
+constexpr int kGdbTimeoutSeconds = 60;
+
+struct AttachOptions {
+    int pid = 0;
+    std::string output;
+    double duration = 0;
+    bool no_wait = false;
+};
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// A "Name:\tvalue" line of /proc/PID/status.
+std::string status_field(int pid, const std::string& name) {
+    std::ifstream in(fmt::format("/proc/{}/status", pid));
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.compare(0, name.size() + 1, name + ":") == 0) {
+            size_t start = line.find_first_not_of(" \t", name.size() + 1);
+            return start == std::string::npos ? "" : line.substr(start);
+        }
+    }
+    return "";
+}
+
+bool process_exists(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+
+std::string process_name(int pid) {
+    std::string comm = read_text(fmt::format("/proc/{}/comm", pid));
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    return comm;
+}
+
+// Every reason gdb could not (or should not) attach that can be told in advance. Empty if none.
+std::optional<std::string> check_target(int pid, bool attaching) {
+    if (pid <= 0 || !process_exists(pid) || !fs::exists(fmt::format("/proc/{}", pid)))
+        return fmt::format("no such process: {}", pid);
+    if (pid == getpid()) return std::string("cannot attach to growtrace itself");
+    if (!find_in_path("gdb")) return std::string("gdb is needed to attach but is not on PATH (install gdb, e.g. apt-get install gdb)");
+
+    bool root = geteuid() == 0;
+    std::istringstream uids(status_field(pid, "Uid"));
+    unsigned real_uid = 0, effective_uid = 0;
+    uids >> real_uid >> effective_uid;
+    if (!root && (real_uid != geteuid() || effective_uid != geteuid()))
+        return fmt::format("process {} belongs to another user (uid {}); run growtrace as that user or as root", pid,
+                           effective_uid);
+    std::string scope_text = read_text("/proc/sys/kernel/yama/ptrace_scope");
+    if (!scope_text.empty()) {
+        int scope = atoi(scope_text.c_str());
+        if (scope == 3)
+            return fmt::format("process {} may not be traced: kernel.yama.ptrace_scope is 3 (ptrace disabled until "
+                               "reboot)", pid);
+        if (scope == 2 && !root)
+            return fmt::format("process {} may not be traced: kernel.yama.ptrace_scope is 2 (only root may attach); run "
+                               "as root or set it to 0 with 'sysctl kernel.yama.ptrace_scope=0'", pid);
+        if (scope == 1 && !root)
+            return fmt::format("process {} may not be traced: kernel.yama.ptrace_scope is 1 (only ancestors may "
+                               "attach); run as root or set it to 0 with 'sysctl kernel.yama.ptrace_scope=0'", pid);
+    }
+
+    std::string tracer = status_field(pid, "TracerPid");
+    if (!tracer.empty() && tracer != "0") {
+        int tracer_pid = atoi(tracer.c_str());
+        return fmt::format("process {} is already being traced by process {} ({}); a process has only one tracer",
+                           pid, tracer_pid, process_name(tracer_pid));
+    }
+
+    if (attaching) {
+        std::error_code ec;
+        fs::path exe = fs::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
+        if (ec) return fmt::format("cannot inspect process {}: {}", pid, ec.message());
+        ElfInfo info = inspect_elf(fmt::format("/proc/{}/exe", pid));
+        if (info.linkage == Linkage::Static)
+            return fmt::format("process {} runs a statically linked program ({}): there is no dynamic loader to load "
+                               "the tracer into it", pid, exe.string());
+        if (info.linkage == Linkage::Dynamic && !matches_own_architecture(info))
+            return fmt::format("process {} runs a program for another architecture ({})", pid, exe.string());
+    }
+    return std::nullopt;
+}
+
+struct GdbResult {
+    bool started = false;
+    bool timed_out = false;
+    int status = -1;
+    std::string output;  // stdout and stderr
+    std::vector<std::string> values;  // what each `call` printed ("$N = VALUE"), in order
+};
+
+// Runs gdb in its own process group (a Ctrl-C meant for us must not interrupt an inferior call).
+GdbResult run_gdb(int pid, const std::vector<std::string>& commands) {
+    GdbResult result;
+    std::vector<std::string> args = {"gdb", "-p", std::to_string(pid), "-batch", "-nx",
+                                     "-iex", "set debuginfod enabled off", "-iex", "set auto-load off",
+                                     "-iex", "set print thread-events off", "-ex", "set confirm off"};
+    for (const std::string& c : commands) {
+        args.push_back("-ex");
+        args.push_back(c);
+    }
+    args.push_back("-ex");
+    args.push_back("detach");
+    std::optional<std::string> gdb = find_in_path("gdb");
+    int pipe_fds[2];
+    if (!gdb || pipe2(pipe_fds, O_CLOEXEC) != 0) return result;
+    pid_t child = fork();
+    if (child < 0) return result;
+    if (child == 0) {
+        setpgid(0, 0);
+        int null = open("/dev/null", O_RDONLY);
+        dup2(null, 0);
+        dup2(pipe_fds[1], 1);
+        dup2(pipe_fds[1], 2);
+        std::vector<char*> argv;
+        for (std::string& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        execv(gdb->c_str(), argv.data());
+        _exit(127);
+    }
+    result.started = true;
+    close(pipe_fds[1]);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kGdbTimeoutSeconds);
+    char chunk[4096];
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) {
+            result.timed_out = true;
+            kill(-child, SIGKILL);
+            break;
+        }
+        pollfd p{pipe_fds[0], POLLIN, 0};
+        int ready = poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) continue;
+        ssize_t n = read(pipe_fds[0], chunk, sizeof chunk);
+        if (n <= 0) break;
+        result.output.append(chunk, static_cast<size_t>(n));
+    }
+    close(pipe_fds[0]);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    result.status = status;
+    static const std::regex value_line(R"(^\$\d+ = (.*)$)");
+    std::istringstream lines(result.output);
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::smatch m;
+        if (std::regex_match(line, m, value_line)) result.values.push_back(m[1]);
+    }
+    return result;
+}
+
+// gdb's diagnostics, for an error message: the lines that are neither values nor chatter.
+std::string gdb_complaint(const GdbResult& r) {
+    std::istringstream lines(r.output);
+    std::string line, last;
+    while (std::getline(lines, line)) {
+        if (line.empty() || line[0] == '$' || line.find("[Inferior") == 0 || line.find("[Thread") == 0 ||
+            line.find("[New ") == 0 || line.find("Using host libthread_db") == 0 || line.find("0x") == 0)
+            continue;
+        last = line;
+    }
+    return last;
+}
+
+std::optional<long> int_value(const std::string& v) {
+    if (v.empty()) return std::nullopt;
+    char* end = nullptr;
+    long n = strtol(v.c_str(), &end, 10);
+    if (*end != '\0') return std::nullopt;
+    return n;
+}
+
+std::string c_string_literal(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "\"";
+}
+
+std::string current_directory() {
+    std::error_code ec;
+    fs::path cwd = fs::current_path(ec);
+    return ec ? std::string(".") : cwd.string();
+}
+
+std::string make_absolute(const std::string& path) {
+    if (!path.empty() && path[0] == '/') return path;
+    return current_directory() + "/" + path;
+}
+
+// $GROWTRACE_PRELOAD, else <dir of this executable>/../lib/libgrowtrace.so.
+std::string library_path() {
+    if (const char* env = getenv("GROWTRACE_PRELOAD"); env != nullptr && *env != '\0') return make_absolute(env);
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return "libgrowtrace.so";
+    return (self.parent_path().parent_path() / "lib" / "libgrowtrace.so").string();
+}
+
+// The trace files the process has open (there is one while it is attached).
+std::vector<std::string> open_traces(int pid) {
+    std::vector<std::string> traces;
+    std::string dir = fmt::format("/proc/{}/fd", pid);
+    DIR* d = opendir(dir.c_str());
+    if (!d) return traces;
+    while (dirent* e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::error_code ec;
+        fs::path target = fs::read_symlink(dir + "/" + e->d_name, ec);
+        std::string t = target.string();
+        if (!ec && t.size() > 7 && t.compare(t.size() - 7, 7, ".gtrace") == 0) traces.push_back(t);
+    }
+    closedir(d);
+    return traces;
+}
+
+std::string describe_start_failure(long rc, int pid) {
+    switch (rc) {
+        case -1: return fmt::format("process {} is already traced by growtrace (started with growtrace run, or attached)", pid);
+        case -2: return fmt::format("process {} uses another allocator than libc's malloc (preloaded?); attaching would mix two heaps", pid);
+        case -3: return fmt::format("the tracer could not start in process {} (its stderr says why)", pid);
+        case -4: return fmt::format("no call to malloc & co found to redirect in process {}", pid);
+        case -5: return fmt::format("the tracer library loaded into process {} cannot find its own hooks", pid);
+        default: return fmt::format("the tracer in process {} failed to start (code {})", pid, rc);
+    }
+}
+
+// Loads the library and starts tracing. Returns the number of redirected call sites, or an error.
+std::variant<long, std::string> inject(int pid, const std::string& library, const std::string& output) {
+    std::string start = fmt::format("call (int)growtrace_attach_start({})", c_string_literal(output));
+    // dlopen is in libc since glibc 2.34; older processes that do not link libdl only have
+    // glibc's internal __libc_dlopen_mode (flags RTLD_NOW | __RTLD_DLOPEN).
+    const std::string loaders[] = {fmt::format("call (void*)dlopen({}, 2)", c_string_literal(library)),
+                                   fmt::format("call (void*)__libc_dlopen_mode({}, 0x80000002)", c_string_literal(library))};
+    std::string complaint;
+    for (const std::string& load : loaders) {
+        GdbResult r = run_gdb(pid, {load, start});
+        if (!r.started) return std::string("cannot run gdb");
+        if (r.timed_out)
+            return fmt::format("gdb did not finish within {} s (process {} may be stopped inside its allocator)",
+                               kGdbTimeoutSeconds, pid);
+        if (r.values.size() >= 2) {
+            if (auto rc = int_value(r.values[1])) return *rc;
+        }
+        if (r.values.size() == 1 && r.values[0].find("0x0") != std::string::npos && r.values[0].find("0x0") + 3 == r.values[0].size())
+            complaint = fmt::format("the dynamic loader of process {} refused {}", pid, library);
+        else if (complaint.empty())
+            complaint = gdb_complaint(r);
+        if (r.output.find("ptrace: Operation not permitted") != std::string::npos)
+            return fmt::format("process {} may not be traced (ptrace: Operation not permitted); run as root or allow it "
+                               "with 'sysctl kernel.yama.ptrace_scope=0'", pid);
+        if (r.output.find("ptrace: No such process") != std::string::npos)
+            return fmt::format("no such process: {}", pid);
+    }
+    return fmt::format("could not load the tracer into process {}: {}", pid, complaint.empty() ? "gdb failed" : complaint);
+}
+
+// Stops tracing. Returns the number of restored call sites, or an error.
+std::variant<long, std::string> stop(int pid) {
+    GdbResult r = run_gdb(pid, {"call (int)growtrace_attach_stop()"});
+    if (!r.started) return std::string("cannot run gdb");
+    if (r.timed_out) return fmt::format("gdb did not finish within {} s", kGdbTimeoutSeconds);
+    if (!r.values.empty()) {
+        if (auto rc = int_value(r.values[0])) {
+            if (*rc < 0) return fmt::format("process {} is not attached (nothing to detach)", pid);
+            return *rc;
+        }
+    }
+    if (r.output.find("No symbol") != std::string::npos)
+        return fmt::format("growtrace was never attached to process {} (its library is not loaded)", pid);
+    return fmt::format("could not detach from process {}: {}", pid, gdb_complaint(r));
+}
+
+std::string default_output(int pid) {
+    std::string base = fmt::format("growtrace.{}.attach", pid);
+    std::string path = base + ".gtrace";
+    for (int n = 2; fs::exists(path); ++n) path = fmt::format("{}{}.gtrace", base, n);
+    return make_absolute(path);
+}
+
+// The file is created by the traced process with O_EXCL: nothing may be there.
+std::optional<std::string> prepare_output(const std::string& path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) {
+        if (!S_ISREG(st.st_mode)) return fmt::format("cannot write trace {}: not a regular file", path);
+        if (unlink(path.c_str()) != 0) return fmt::format("cannot replace trace {}: {}", path, strerror(errno));
+    }
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return fmt::format("cannot write trace {}: {}", path, strerror(errno));
+    close(fd);
+    unlink(path.c_str());
+    return std::nullopt;
+}
+
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int signo) { g_stop_signal = signo; }
+
+int run_attach(const AttachOptions& o) {
+    if (auto problem = check_target(o.pid, true)) return error(*problem);
+    std::string library = library_path();
+    if (access(library.c_str(), R_OK) != 0) return error(fmt::format("tracer library not found: {}", library));
+    std::string output = o.output.empty() ? default_output(o.pid) : make_absolute(o.output);
+    if (auto problem = prepare_output(output)) return error(*problem);
+
+    // Signals that arrive while gdb works are honoured once tracing runs.
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGHUP, &sa, nullptr);
+
+    auto t0 = std::chrono::steady_clock::now();
+    auto started = inject(o.pid, library, output);
+    if (auto* why = std::get_if<std::string>(&started)) return error(*why);
+    long sites = std::get<long>(started);
+    if (sites <= 0) return error(describe_start_failure(sites, o.pid));
+    double attach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    note(fmt::format("attached to process {} ({}) in {:.1f} s, {} call sites redirected; tracing to {}", o.pid,
+                     process_name(o.pid), attach_s, sites, output));
+    if (o.no_wait && o.duration <= 0) {
+        note(fmt::format("stop with: growtrace detach {}", o.pid));
+        return 0;
+    }
+    note(o.duration > 0 ? fmt::format("tracing for {} s (Ctrl-C stops earlier)", o.duration)
+                        : std::string("tracing until Ctrl-C (or growtrace detach PID)"));
+
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.duration);
+    int polls = 0;
+    for (;;) {
+        if (g_stop_signal) break;
+        if (o.duration > 0 && std::chrono::steady_clock::now() >= deadline) break;
+        if (!process_exists(o.pid)) {
+            note(fmt::format("process {} exited; its trace is {}", o.pid, output));
+            return 0;
+        }
+        if (++polls % 10 == 0 && open_traces(o.pid).empty()) {
+            note(fmt::format("process {} was detached elsewhere; its trace is {}", o.pid, output));
+            return 0;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    auto stopped = stop(o.pid);
+    if (auto* why = std::get_if<std::string>(&stopped)) {
+        if (!process_exists(o.pid)) {
+            note(fmt::format("process {} exited; its trace is {}", o.pid, output));
+            return 0;
+        }
+        return error(*why);
+    }
+    double detach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+    note(fmt::format("detached from process {} in {:.1f} s; analyse with: growtrace analyze {}", o.pid, detach_s, output));
+    return 0;
+}
+
+int run_detach(int pid) {
+    if (auto problem = check_target(pid, false)) return error(*problem);
+    std::vector<std::string> traces = open_traces(pid);
+    auto t0 = std::chrono::steady_clock::now();
+    auto stopped = stop(pid);
+    if (auto* why = std::get_if<std::string>(&stopped)) return error(*why);
+    double detach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (traces.empty()) note(fmt::format("detached from process {} in {:.1f} s", pid, detach_s));
+    else
+        note(fmt::format("detached from process {} in {:.1f} s; analyse with: growtrace analyze {}", pid, detach_s,
+                         traces.front()));
+    return 0;
+}
+
+}  // namespace
+
+Verb add_attach_verb(CLI::App& parent) {
+    auto options = std::make_shared<AttachOptions>();
+    CLI::App* app = parent.add_subcommand("attach", "Start tracing a running process (through gdb)");
+    app->add_option("pid", options->pid, "Process id")->required();
+    app->add_option("-o,--output", options->output, "Trace file (default growtrace.PID.attach.gtrace)");
+    app->add_option("--duration", options->duration, "Detach after this many seconds")->check(CLI::PositiveNumber);
+    app->add_flag("--no-wait", options->no_wait, "Return once tracing started; stop with 'growtrace detach PID'");
+    return {app, [options] { return run_attach(*options); }};
+}
+
+Verb add_detach_verb(CLI::App& parent) {
+    auto pid = std::make_shared<int>(0);
+    CLI::App* app = parent.add_subcommand("detach", "Stop tracing a process started with 'growtrace attach'");
+    app->add_option("pid", *pid, "Process id")->required();
+    return {app, [pid] { return run_detach(*pid); }};
+}
+
+}  // namespace growtrace::cli

@@ -1,0 +1,392 @@
+// The tracer never harms the traced program (issue #6): test_programs/stress/stress.cpp run
+// with and without the tracer must print the same and exit the same, the accounting is exact
+// where the program's behaviour is, and faults of the tracer itself (full disk, removed trace,
+// read-only directory, no descriptors left) stop the tracer cleanly with one `growtrace:` line
+// while the program runs on. Each case is sized for 2 cores: a few seconds at most.
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "e2e_support.h"
+#include "report_view.h"
+
+namespace growtrace::e2e {
+namespace {
+
+std::vector<std::string> stress_args(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{GT_STRESS};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
+ProcessResult untraced(const std::vector<std::string>& args, int timeout = 60) {
+    return run_process(stress_args(args), {.timeout_seconds = timeout});
+}
+
+// `growtrace run -o TRACE -- gt_stress ARGS...`
+ProcessResult traced(const ScratchDir& dir, const std::string& trace, const std::vector<std::string>& args,
+                     int timeout = 60) {
+    std::vector<std::string> run{"run", "-o", trace, "--"};
+    auto argv = stress_args(args);
+    run.insert(run.end(), argv.begin(), argv.end());
+    return growtrace(run, {.cwd = dir.path().string(), .timeout_seconds = timeout});
+}
+
+// gt_stress ARGS with the library preloaded directly (no `growtrace run` to check the output
+// path first), tracing to `output`.
+ProcessResult preloaded(const std::string& output, const std::vector<std::string>& args, int timeout = 60) {
+    return run_process(stress_args(args),
+                       {.env = {{"LD_PRELOAD", GT_PRELOAD_LIBRARY}, {"GROWTRACE_OUTPUT", output}},
+                        .timeout_seconds = timeout});
+}
+
+// The traced run printed and ended exactly as the untraced one (`growtrace run` exits 128+N
+// for a program killed by signal N).
+void expect_same_behaviour(const ProcessResult& plain, const ProcessResult& with_tracer, bool through_run) {
+    ASSERT_FALSE(plain.timed_out) << "the program hangs even without the tracer";
+    EXPECT_FALSE(with_tracer.timed_out) << "the traced program hung\n" << with_tracer.err;
+    EXPECT_EQ(with_tracer.out, plain.out) << with_tracer.err;
+    if (through_run && plain.signal != 0) {
+        EXPECT_EQ(with_tracer.signal, 0);
+        EXPECT_EQ(with_tracer.exit_code, 128 + plain.signal) << with_tracer.err;
+    } else {
+        EXPECT_EQ(with_tracer.signal, plain.signal) << with_tracer.err;
+        EXPECT_EQ(with_tracer.exit_code, plain.exit_code) << with_tracer.err;
+    }
+}
+
+std::vector<std::string> tracer_lines(const std::string& err) {
+    std::vector<std::string> lines;
+    size_t begin = 0;
+    while (begin < err.size()) {
+        size_t end = err.find('\n', begin);
+        if (end == std::string::npos) end = err.size();
+        std::string line = err.substr(begin, end - begin);
+        if (line.starts_with("growtrace: ")) lines.push_back(line);
+        begin = end + 1;
+    }
+    return lines;
+}
+
+std::vector<std::string> traces_in(const ScratchDir& dir) {
+    std::vector<std::string> traces;
+    for (const std::string& name : dir.files())
+        if (name.ends_with(".gtrace")) traces.push_back(dir / name);
+    return traces;
+}
+
+std::vector<std::string> warnings_of(const nlohmann::json& report) {
+    std::vector<std::string> warnings;
+    if (auto it = report.find("warnings"); it != report.end() && it->is_array())
+        for (const auto& w : *it)
+            if (w.is_string()) warnings.push_back(w.get<std::string>());
+    return warnings;
+}
+
+// A tmpfs mounted for one test, detached when done.
+class TmpfsMount {
+public:
+    TmpfsMount(const std::string& path, const char* options, unsigned long flags = 0) : path_(path) {
+        mkdir(path.c_str(), 0755);
+        if (mount("tmpfs", path.c_str(), "tmpfs", flags, options) == 0) mounted_ = true;
+        else error_ = strerror(errno);
+    }
+    ~TmpfsMount() {
+        if (mounted_) umount2(path_.c_str(), MNT_DETACH);
+    }
+    bool mounted() const { return mounted_; }
+    const std::string& error() const { return error_; }
+
+private:
+    std::string path_;
+    bool mounted_ = false;
+    std::string error_;
+};
+
+// --- the program's behaviour ---
+
+TEST(Stress, ManyShortLivedThreads) {
+    ScratchDir dir;
+    std::string trace = dir / "threads.gtrace";
+    ProcessResult plain = untraced({"threads", "20", "8"});
+    ProcessResult r = traced(dir, trace, {"threads", "20", "8"});
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "threads: 160 threads kept one block each\n");
+    Report report(analyze_json(dir, trace));
+    auto site = report.stack_in("thread_keep");
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_EQ(site->allocations, 160u);
+    EXPECT_EQ(site->live_count, 160u);
+    EXPECT_EQ(site->live_bytes, 160u * 1000u);
+}
+
+TEST(Stress, ForkWhileOtherThreadsAllocate) {
+    ScratchDir dir;
+    std::string trace = dir / "fork.gtrace";
+    ProcessResult plain = untraced({"fork", "20"}, 30);
+    ProcessResult r = traced(dir, trace, {"fork", "20"}, 30);
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "fork: 20 children, 0 failed\n");
+    // The parent's trace and one per child; every child's shows its own 50 blocks, all freed.
+    std::vector<std::string> traces = traces_in(dir);
+    EXPECT_EQ(traces.size(), 21u) << fmt::format("{}", fmt::join(traces, " "));
+    for (const std::string& t : traces) {
+        if (t == trace) continue;
+        SCOPED_TRACE(t);
+        Report child(analyze_json(dir, t));
+        auto site = child.stack_in("child_keep");
+        ASSERT_TRUE(site) << child.summary();
+        EXPECT_EQ(site->allocations, 50u);
+        EXPECT_EQ(site->live_count, 0u);
+    }
+    Report parent(analyze_json(dir, trace));
+    EXPECT_FALSE(parent.stack_in("child_keep")) << "children's allocations in the parent's trace";
+}
+
+TEST(Stress, ExecFromForkedChild) {
+    ScratchDir dir;
+    std::string trace = dir / "fe.gtrace";
+    ProcessResult plain = untraced({"fork-exec", GT_STRESS}, 30);
+    ProcessResult r = traced(dir, trace, {"fork-exec", GT_STRESS}, 30);
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "exec-child: kept 100 blocks\nfork-exec: child ended with 0\n");
+    // Parent, forked child (until its exec) and the exec'd image: the image's trace has the blocks.
+    std::vector<std::string> traces = traces_in(dir);
+    EXPECT_EQ(traces.size(), 3u) << fmt::format("{}", fmt::join(traces, " "));
+    int found = 0, execs = 0;
+    for (const std::string& t : traces) {
+        nlohmann::json json = analyze_json(dir, t);
+        // The forked child's trace ends with its exec (flushed before it, even through execl).
+        if (json.contains("children") && json["children"].is_array())
+            for (const auto& child : json["children"])
+                if (child.value("kind", "") == "exec") ++execs;
+        Report report(json);
+        if (auto site = report.stack_in("exec_child_keep")) {
+            ++found;
+            EXPECT_EQ(site->live_count, 100u);
+            EXPECT_EQ(site->live_bytes, 100u * 1000u);
+        }
+    }
+    EXPECT_EQ(found, 1) << fmt::format("{}", fmt::join(traces, " "));
+    EXPECT_EQ(execs, 1) << "the forked child's trace does not record its exec";
+}
+
+TEST(Stress, AllocationInSignalHandler) {
+    ScratchDir dir;
+    ProcessResult plain = untraced({"signal", "1500"}, 20);
+    if (plain.timed_out) GTEST_SKIP() << "the program deadlocks without the tracer on this C library";
+    ProcessResult r = traced(dir, dir / "signal.gtrace", {"signal", "1500"}, 20);
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "signal: handler ran at least once\n");
+    Report report(analyze_json(dir, dir / "signal.gtrace"));
+    EXPECT_GT(report.total("allocations"), 1000u);
+}
+
+TEST(Stress, ReallocChainIsExact) {
+    ScratchDir dir;
+    std::string trace = dir / "realloc.gtrace";
+    ProcessResult plain = untraced({"realloc", "1000"});
+    ProcessResult r = traced(dir, trace, {"realloc", "1000"});
+    expect_same_behaviour(plain, r, true);
+    Report report(analyze_json(dir, trace));
+    auto site = report.stack_in("realloc_chain");
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_EQ(site->allocations, 1000u);  // realloc(NULL) first, then 999 moves, grows and shrinks
+    EXPECT_EQ(site->live_count, 1u);
+    EXPECT_EQ(site->live_bytes, 150000u);
+}
+
+TEST(Stress, PosixMemalignLargeAlignmentsAreExact) {
+    ScratchDir dir;
+    std::string trace = dir / "memalign.gtrace";
+    ProcessResult plain = untraced({"memalign"});
+    ProcessResult r = traced(dir, trace, {"memalign"});
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "memalign: 18 aligned blocks kept, alignment 24 gives EINVAL\n");
+    Report report(analyze_json(dir, trace));
+    auto site = report.stack_in("aligned_keep");
+    ASSERT_TRUE(site) << report.summary();
+    // Alignments 2^4 .. 2^21, sizes 10000 + log2(alignment): the requested sizes, not padding.
+    EXPECT_EQ(site->allocations, 18u);
+    EXPECT_EQ(site->live_count, 18u);
+    EXPECT_EQ(site->live_bytes, 18u * 10000u + (4u + 21u) * 18u / 2u);
+}
+
+TEST(Stress, ExitFromThreadWhileOthersAllocate) {
+    ScratchDir dir;
+    std::string trace = dir / "exit.gtrace";
+    for (int attempt = 0; attempt < 3; ++attempt) {  // exit races with allocating threads: repeat
+        SCOPED_TRACE(attempt);
+        ProcessResult plain = untraced({"exit-thread"}, 20);
+        ProcessResult r = traced(dir, trace, {"exit-thread"}, 20);
+        expect_same_behaviour(plain, r, true);
+        EXPECT_EQ(r.exit_code, 7);
+        ProcessResult analysis = growtrace({"analyze", trace, "--json", "-o", trace + ".json"});
+        EXPECT_EQ(analysis.exit_code, 0) << analysis.err;
+        if (HasFailure()) break;
+    }
+}
+
+TEST(Stress, KilledProgramIsAnalysedUpToItsLastFlush) {
+    ScratchDir dir;
+    std::string trace = dir / "kill.gtrace";
+    ProcessResult plain = untraced({"kill"});
+    ASSERT_EQ(plain.signal, SIGKILL);
+    ProcessResult r = traced(dir, trace, {"kill"});
+    expect_same_behaviour(plain, r, true);
+    ASSERT_TRUE(fs::exists(trace)) << r.err;
+
+    ProcessResult analysis = growtrace({"analyze", trace, "--json", "-o", trace + ".json"});
+    ASSERT_EQ(analysis.exit_code, 0) << analysis.err;
+    auto report = nlohmann::json::parse(read_file(trace + ".json"));
+    EXPECT_EQ(report.value("ended_cleanly", true), false);
+    auto warnings = warnings_of(report);
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(),
+                            [](const std::string& w) { return w.find("no end record") != std::string::npos; }))
+        << report.dump(1);
+    Report view(report);
+    auto site = view.stack_in("keep_before_kill");
+    ASSERT_TRUE(site) << view.summary();
+    EXPECT_EQ(site->live_count, 100u);
+    EXPECT_EQ(site->live_bytes, 100u * 1000u);
+    EXPECT_EQ(growtrace({"dump", trace}).exit_code, 0);
+}
+
+TEST(Stress, FramesOfClosedLibraryStillSymbolize) {
+    ScratchDir dir;
+    std::string trace = dir / "dlclose.gtrace";
+    ProcessResult plain = untraced({"dlclose", GT_STRESS_PLUGIN});
+    ProcessResult r = traced(dir, trace, {"dlclose", GT_STRESS_PLUGIN});
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "dlclose: 100 blocks kept from the closed library\n");
+    Report report(analyze_json(dir, trace));
+    auto site = report.stack_at("stress_plugin_keep", "stress_plugin.cpp",
+                                marker_line("../stress/stress_plugin.cpp", "stress_plugin_keep"));
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_EQ(site->module_basename, "libgt_stress_plugin.so");
+    EXPECT_EQ(site->live_count, 100u);
+    EXPECT_EQ(site->live_bytes, 100u * 1000u);
+}
+
+// --- faults of the tracer itself ---
+
+// What was written must be readable: exit 0, or 2 with one clear error line.
+void expect_readable_or_clear_error(const std::string& trace) {
+    for (const char* verb : {"analyze", "dump"}) {
+        SCOPED_TRACE(verb);
+        ProcessResult r = growtrace({verb, trace});
+        EXPECT_EQ(r.signal, 0) << r.err;
+        EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << r.describe() << "\n" << r.err;
+        if (r.exit_code == 2) {
+            EXPECT_TRUE(r.err.starts_with("growtrace: error: ")) << r.err;
+        }
+    }
+}
+
+TEST(TracerFaults, DiskFillsUp) {
+    ScratchDir dir;
+    std::string mount_point = dir / "small";
+    TmpfsMount small(mount_point, "size=512k");
+    if (!small.mounted()) GTEST_SKIP() << "cannot mount a 512 KiB tmpfs: " << small.error();
+    std::string trace = mount_point + "/full.gtrace";
+    ProcessResult plain = untraced({"churn", "3000000"});
+    ProcessResult r = preloaded(trace, {"churn", "3000000"});
+    expect_same_behaviour(plain, r, false);
+    auto lines = tracer_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_NE(lines[0].find("No space left on device"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("tracing stopped"), std::string::npos) << lines[0];
+    // Whole blocks only: the analyzer reads everything before the block that did not fit.
+    ProcessResult analysis = growtrace({"analyze", trace});
+    EXPECT_EQ(analysis.exit_code, 0) << analysis.err;
+    expect_readable_or_clear_error(trace);
+}
+
+TEST(TracerFaults, TraceRemovedDuringTheRun) {
+    ScratchDir dir;
+    std::string trace = dir / "removed.gtrace";
+    ProcessResult plain = untraced({"churn", "6000000"});
+    Spawned process(stress_args({"churn", "6000000"}),
+                    {.env = {{"LD_PRELOAD", GT_PRELOAD_LIBRARY}, {"GROWTRACE_OUTPUT", trace}}, .timeout_seconds = 60});
+    for (int i = 0; i < 200 && !fs::exists(trace); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_TRUE(fs::remove(trace));
+    ProcessResult r = process.wait();
+    expect_same_behaviour(plain, r, false);
+    auto lines = tracer_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_NE(lines[0].find("was removed"), std::string::npos) << lines[0];
+    EXPECT_FALSE(fs::exists(trace));
+}
+
+TEST(TracerFaults, ReadOnlyOutputDirectory) {
+    ScratchDir dir;
+    std::string mount_point = dir / "ro";
+    TmpfsMount read_only(mount_point, "size=64k", MS_RDONLY);
+    if (!read_only.mounted()) GTEST_SKIP() << "cannot mount a read-only tmpfs: " << read_only.error();
+    std::string trace = mount_point + "/ro.gtrace";
+    ProcessResult plain = untraced({"realloc", "100"});
+    ProcessResult r = preloaded(trace, {"realloc", "100"});
+    expect_same_behaviour(plain, r, false);
+    auto lines = tracer_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_NE(lines[0].find("Read-only file system"), std::string::npos) << lines[0];
+    EXPECT_NE(lines[0].find("untraced"), std::string::npos) << lines[0];
+
+    // Through `growtrace run`: it notices first, says so, and runs the command untraced.
+    ProcessResult run = traced(dir, trace, {"realloc", "100"});
+    expect_same_behaviour(plain, run, true);
+    EXPECT_NE(run.err.find("Read-only file system"), std::string::npos) << run.err;
+}
+
+TEST(TracerFaults, ProgramUsesEveryDescriptor) {
+    ScratchDir dir;
+    std::string trace = dir / "fds.gtrace";
+    ProcessResult plain = untraced({"fds", "3"});
+    ProcessResult r = preloaded(trace, {"fds", "3"});
+    expect_same_behaviour(plain, r, false);
+    EXPECT_EQ(r.out, "fds: ran out of descriptors, 3 children, 0 failed\n");
+    // The tracer had its trace open before the program took the rest; a forked child closes
+    // the parent's trace first, so that descriptor is free for its own.
+    EXPECT_TRUE(tracer_lines(r.err).empty()) << r.err;
+    auto traces = traces_in(dir);
+    EXPECT_EQ(traces.size(), 4u) << fmt::format("{}", fmt::join(traces, " "));
+    for (const std::string& t : traces) {
+        SCOPED_TRACE(t);
+        Report report(analyze_json(dir, t));
+        if (t == trace) {
+            EXPECT_GE(report.total("allocations"), 10000u);
+        } else {
+            auto site = report.stack_in("child_keep");
+            ASSERT_TRUE(site) << report.summary();
+            EXPECT_EQ(site->allocations, 50u);
+        }
+    }
+}
+
+TEST(TracerFaults, NoDescriptorLeftForTheTracer) {
+    ScratchDir dir;
+    std::string trace = dir / "nofd.gtrace";
+    // Without the tracer the program runs with every descriptor taken by the hog library.
+    ProcessResult plain = run_process(stress_args({"realloc", "100"}), {.env = {{"LD_PRELOAD", GT_STRESS_FDHOG}}});
+    ProcessResult r = run_process(stress_args({"realloc", "100"}),
+                                  // Preloaded objects initialise last to first: the hog runs first.
+                                  {.env = {{"LD_PRELOAD", std::string(GT_PRELOAD_LIBRARY) + ":" + GT_STRESS_FDHOG},
+                                           {"GROWTRACE_OUTPUT", trace}}});
+    expect_same_behaviour(plain, r, false);
+    EXPECT_EQ(r.out, "realloc: 100 steps, 0 lost contents\n");
+    auto lines = tracer_lines(r.err);
+    ASSERT_EQ(lines.size(), 1u) << r.err;
+    EXPECT_NE(lines[0].find("Too many open files"), std::string::npos) << lines[0];
+    EXPECT_TRUE(lines[0].find("untraced") != std::string::npos || lines[0].find("tracing disabled") != std::string::npos)
+        << lines[0];
+    EXPECT_FALSE(fs::exists(trace));
+}
+
+}  // namespace
+}  // namespace growtrace::e2e

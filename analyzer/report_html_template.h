@@ -384,8 +384,10 @@ function memorySection() {
   if (rss.length) series.push({ name: 'RSS (time marks)', color: '#8e24aa', dash: '6 4',
                                 points: rss.map(function (p) { return [num(p.t), num(p.rss_bytes)]; }) });
   (data.findings || []).slice(0, COLORS.length).forEach(function (f, i) {
-    series.push({ name: '#' + (i + 1) + ' ' + frameLabel(keyFrame(f.frames)), color: COLORS[i], width: 1.5,
-                  points: seriesPoints(f.retained_series) });
+    var pts = seriesPoints(f.retained_series);
+    var extra = findingExtra(f);
+    if (!pts.length && extra) cacheSeries(extra).forEach(function (c) { if (c.isBytes && !pts.length) pts = c.points; });
+    series.push({ name: '#' + (i + 1) + ' ' + frameLabel(keyFrame(f.frames)), color: COLORS[i], width: 1.5, points: pts });
   });
   box.appendChild(lineChart(series, { height: 280, label: 'memory over time', tmax: num(data.duration_s) }));
   box.appendChild(el('div', { 'class': 'caption',
@@ -407,7 +409,9 @@ function cacheSeries(cache) {
     var v = cache[k];
     if (!Array.isArray(v) || !v.length) return;
     var isBytes = /bytes|retained/.test(k);
-    if (typeof v[0] === 'object' && v[0] !== null && timeKey(v[0])) {
+    if (Array.isArray(v[0]) && v[0].length === 2 && typeof v[0][0] === 'number') {
+      out.push({ name: k.replace(/_/g, ' '), isBytes: isBytes, points: v.map(function (p) { return [num(p[0]), num(p[1])]; }) });
+    } else if (typeof v[0] === 'object' && v[0] !== null && !Array.isArray(v[0]) && timeKey(v[0])) {
       var tk = timeKey(v[0]);
       var field = Object.keys(v[0]).filter(function (f) { return f !== tk && typeof v[0][f] === 'number'; })[0];
       if (field) out.push({ name: k.replace(/_/g, ' '), isBytes: isBytes,
@@ -418,9 +422,14 @@ function cacheSeries(cache) {
   });
   return out;
 }
-function cacheBlock(cache) {
+// The kind-specific object of a finding: `cache` (cache_growth), `type` (duplicate_types).
+function findingExtra(f) {
+  var x = f.cache || f.type;
+  return x && typeof x === 'object' && !Array.isArray(x) ? x : null;
+}
+function cacheBlock(cache, heading) {
   var box = el('div');
-  box.appendChild(el('h3', { text: 'Cache' }));
+  if (heading) box.appendChild(el('h3', { text: heading }));
   var rows = [];
   Object.keys(cache).forEach(function (k) {
     var v = cache[k];
@@ -438,7 +447,7 @@ function cacheBlock(cache) {
     } else if (typeof v[0] === 'object' && v[0] !== null && 'function' in v[0]) {
       box.appendChild(el('div', { 'class': 'caption', text: k.replace(/_/g, ' ') + ' (innermost first)' }));
       box.appendChild(stackList(v, 16));
-    } else if (typeof v[0] === 'object' && v[0] !== null && !timeKey(v[0])) {
+    } else if (typeof v[0] === 'object' && v[0] !== null && !Array.isArray(v[0]) && !timeKey(v[0])) {
       box.appendChild(el('div', { 'class': 'caption', text: k.replace(/_/g, ' ') }));
       box.appendChild(el('ul', { 'class': 'mono' }, v.slice(0, 20).map(function (o) {
         return el('li', { text: Object.keys(o).map(function (f) { return typeof o[f] === 'object' ? '' : f + ': ' + o[f]; }).filter(Boolean).join(', ') });
@@ -449,7 +458,7 @@ function cacheBlock(cache) {
     var v = cache[k];
     if (v && typeof v === 'object' && !Array.isArray(v)) {
       box.appendChild(el('div', { 'class': 'caption', text: k.replace(/_/g, ' ') }));
-      box.appendChild(cacheBlock(v));
+      box.appendChild(cacheBlock(v, null));
     }
   });
   return box;
@@ -458,20 +467,21 @@ function findingCard(f, i) {
   var card = el('div', { 'class': 'card', id: 'finding-' + (i + 1) });
   var kf = keyFrame(f.frames);
   card.appendChild(el('h3', null, ['#' + (i + 1) + ' ', el('span', { 'class': 'mono', text: frameLabel(kf) }),
-    el('span', { 'class': 'tag cls-unbounded', text: f.kind === 'cache_growth' ? 'growing cache' : 'unbounded growth' })]));
+    el('span', { 'class': 'tag cls-unbounded', text: f.kind === 'cache_growth' ? 'growing cache' : f.kind === 'duplicate_types' ? 'classes keep being created' : 'unbounded growth' })]));
   var where = kf ? [kf.file ? kf.file + (kf.line ? ':' + kf.line : '') : '', kf.module ? '[' + kf.module + ']' : ''].join('  ') : '';
   card.appendChild(el('div', { 'class': 'where mono', text: where }));
   var series = [];
   if (Array.isArray(f.retained_series) && f.retained_series.length)
     series.push({ name: 'retained bytes', color: COLORS[i % COLORS.length], fill: true, points: seriesPoints(f.retained_series) });
-  if (f.cache && typeof f.cache === 'object')
-    cacheSeries(f.cache).forEach(function (s) {
+  var extra = findingExtra(f);
+  if (extra)
+    cacheSeries(extra).forEach(function (s) {
       if (s.isBytes && series.length) return;  // the finding's own retained curve is already there
       if (s.isBytes) series.push({ name: s.name, color: COLORS[i % COLORS.length], fill: true, points: s.points });
       else series.push({ name: s.name, color: '#2b6cb0', dash: '5 3', axis: 'right', points: s.points });
     });
   var grid = el('div', { 'class': 'grid' });
-  grid.appendChild(el('div', null, lineChart(series, { height: 230, label: 'finding ' + (i + 1) + ' over time', tmax: num(data.duration_s) })));
+  grid.appendChild(el('div', null, lineChart(series, { width: 640, height: 250, label: 'finding ' + (i + 1) + ' over time', tmax: num(data.duration_s) })));
   grid.appendChild(el('div', null, [
     kvTable([
       ['retained at end', bytes(f.retained_bytes)],
@@ -485,9 +495,9 @@ function findingCard(f, i) {
     el('div', { 'class': 'reason', text: 'Why: ' + (f.reason || 'classified as unbounded') })
   ]));
   card.appendChild(grid);
-  card.appendChild(el('div', { 'class': 'caption', text: 'Allocating stack (innermost first; Python frames in blue):' }));
+  card.appendChild(el('div', { 'class': 'caption', text: (f.kind === 'cache_growth' ? 'Inserting stack' : f.kind === 'duplicate_types' ? 'Creating stack' : 'Allocating stack') + ' (innermost first; Python frames in blue):' }));
   card.appendChild(stackList(f.frames));
-  if (f.cache && typeof f.cache === 'object') card.appendChild(cacheBlock(f.cache));
+  if (extra) card.appendChild(cacheBlock(extra, f.cache ? 'Cache' : 'Classes'));
   return card;
 }
 function findingsSection() {
@@ -508,7 +518,10 @@ function growthOf(g) {
 function flameSection() {
   var box = el('section');
   var all = [];
-  (data.findings || []).forEach(function (f) { all.push({ g: f, finding: true, cls: 'unbounded' }); });
+  // Cache and class findings hold memory that the stack groups already count.
+  (data.findings || []).forEach(function (f) {
+    if (!f.kind || f.kind === 'unbounded_growth') all.push({ g: f, finding: true, cls: 'unbounded' });
+  });
   (data.groups || []).forEach(function (g) { all.push({ g: g, finding: false, cls: g['class'] }); });
   var retained = all.map(function (a) { return { frames: a.g.frames, value: num(a.g.retained_bytes), finding: a.finding, cls: a.cls }; });
   var known = retained.reduce(function (s, r) { return s + r.value; }, 0);
@@ -565,6 +578,36 @@ function groupsSection() {
   box.appendChild(table);
   return box;
 }
+function namedSection(title, caption, items, columns) {
+  if (!Array.isArray(items) || !items.length) return null;
+  var box = el('section');
+  box.appendChild(el('h3', { text: title, style: 'margin-top:18px' }));
+  box.appendChild(el('div', { 'class': 'caption', text: caption }));
+  var table = el('table', { 'class': 'list' });
+  table.appendChild(el('tr', null, columns.map(function (c) { return el('th', { text: c[0] }); })));
+  items.forEach(function (it) {
+    table.appendChild(el('tr', null, columns.map(function (c) { return el('td', { 'class': c[2] || '', text: c[1](it) }); })));
+  });
+  box.appendChild(table);
+  return box;
+}
+function cachesSection() {
+  return namedSection('Caches that are not findings', 'functools caches filled during the run that stop growing.', data.caches, [
+    ['cache', function (c) { return c.name || c.wrapped || '?'; }, 'mono'],
+    ['created at', function (c) { return c.location || ''; }, 'mono'],
+    ['entries', function (c) { return count(c.entries_last) + (c.maxsize === null || c.maxsize === undefined ? ' (no limit)' : ' of max ' + count(c.maxsize)); }],
+    ['retained', function (c) { return bytes(c.retained_bytes); }],
+    ['why not a finding', function (c) { return c.reason || ''; }]
+  ]);
+}
+function typesSection() {
+  return namedSection('Classes created many times, not findings', 'Class names created repeatedly whose classes do not pile up.', data.types, [
+    ['class', function (t) { return t.name || '?'; }, 'mono'],
+    ['created', function (t) { return count(t.created); }],
+    ['alive at end', function (t) { return count(t.live_at_end); }],
+    ['why not a finding', function (t) { return t.reason || ''; }]
+  ]);
+}
 function childrenSection() {
   var ch = data.children || [];
   if (!ch.length) return null;
@@ -576,7 +619,7 @@ function childrenSection() {
   return box;
 }
 
-append(root, [header(), memorySection(), findingsSection(), flameSection(), groupsSection(), childrenSection(),
+append(root, [header(), memorySection(), findingsSection(), flameSection(), groupsSection(), cachesSection(), typesSection(), childrenSection(),
               el('p', { 'class': 'caption', text: 'growtrace report, JSON schema v' + data.format_version +
                                                   '; the data is embedded in this file (script#growtrace-data).' })]);
 var noscript = root.querySelector('noscript');

@@ -1,4 +1,4 @@
-// growtrace analyze TRACE [--json] [-o OUT] [--fail-on-growth]
+// growtrace analyze TRACE [--json] [-o OUT] [--fail-on-growth] [--html FILE] [--plot FILE.svg]
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <string.h>
@@ -7,9 +7,11 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "analyzer/analyzer.h"
 #include "common.h"
+#include "progress.h"
 
 namespace growtrace::cli {
 
@@ -20,6 +22,8 @@ struct AnalyzeArgs {
     std::string output;
     bool json = false;
     bool fail_on_growth = false;
+    std::string html;
+    std::string plot;
 };
 
 int analyze(const AnalyzeArgs& args) {
@@ -27,12 +31,23 @@ int analyze(const AnalyzeArgs& args) {
     options.trace_path = args.trace;
     options.json = args.json;
     options.fail_on_growth = args.fail_on_growth;
+    options.html_output_path = args.html;
+    options.svg_output_path = args.plot;
+    ReadProgress progress;
 
-    if (args.output.empty()) return analyze_command(options, std::cout, std::cerr);
+    // Errors are held back until the progress line is gone.
+    std::ostringstream err;
+    auto analyze_to = [&](std::ostream& out) {
+        int status = analyze_command(options, out, err);
+        progress.clear();
+        std::cerr << err.str();
+        return status;
+    };
+    if (args.output.empty()) return analyze_to(std::cout);
 
     std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
     if (!out) return error(fmt::format("cannot write report to {}: {}", args.output, strerror(errno)));
-    int status = analyze_command(options, out, std::cerr);
+    int status = analyze_to(out);
     out.flush();
     if (!out) return error(fmt::format("cannot write report to {}: write failed", args.output));
     return status;
@@ -50,6 +65,8 @@ Verb add_analyze_verb(CLI::App& parent) {
     sub->add_flag("--json", args->json, "Write the report as JSON");
     sub->add_option("-o,--output", args->output, "Write the report to this file instead of stdout");
     sub->add_flag("--fail-on-growth", args->fail_on_growth, "Exit with status 3 if unbounded growth was found");
+    sub->add_option("--html", args->html, "Also write the report as one self-contained HTML page to this file");
+    sub->add_option("--plot", args->plot, "Also write the memory curves (heap, RSS, each finding) as an SVG image to this file");
     return {sub, [args] { return analyze(*args); }};
 }
 

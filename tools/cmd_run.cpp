@@ -21,6 +21,7 @@
 #include "common.h"
 #include "elf_check.h"
 #include "launcher.h"
+#include "run_command.h"
 
 extern char** environ;
 
@@ -29,12 +30,6 @@ namespace growtrace::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct RunOptions {
-    std::string output;
-    bool no_follow_exec = false;
-    bool no_follow_fork = false;
-};
 
 std::string current_directory() {
     std::error_code ec;
@@ -210,7 +205,9 @@ std::string why_no_trace(const std::string& resolved, const ChildExit& exit_stat
            "is above)";
 }
 
-int run_command(const RunOptions& options, std::vector<std::string> command) {
+}  // namespace
+
+int run_command(const RunOptions& options, std::vector<std::string> command, RunOutcome* outcome) {
     if (command.empty()) {
         return error("no command given; usage: growtrace run [OPTIONS] -- COMMAND [ARGS...]");
     }
@@ -261,6 +258,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command) {
     if (exec_errno != 0 && exec_errno != EPIPE) {
         return error(fmt::format("cannot execute {}: {}", *resolved, strerror(exec_errno)));
     }
+    if (outcome) outcome->started = true;
 
     if (traced) {
         // If the name was taken by the time the tracer started, it wrote <stem>.<pid>.gtrace.
@@ -274,6 +272,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command) {
             written = (family.directory / fallback).string();
         }
         if (!written.empty()) {
+            if (outcome) outcome->trace = written;
             note(fmt::format("trace written to {}", written));
         } else {
             if (stat(output.c_str(), &st) == 0 && st.st_size == 0) unlink(output.c_str());
@@ -286,6 +285,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command) {
             // <stem>.exec<N>.gtrace is an image the command exec'd; <stem>.<pid>.gtrace a forked child.
             std::string middle = name.substr(family.prefix.size(), name.size() - family.prefix.size() - 7);
             bool exec_image = middle.starts_with("exec") && middle.find('.') == std::string::npos;
+            if (outcome) outcome->other_traces.push_back((family.directory / name).string());
             note(fmt::format("trace of {} written to {}", exec_image ? "an exec'd program" : "a child process",
                              (family.directory / name).string()));
         }
@@ -298,8 +298,6 @@ int run_command(const RunOptions& options, std::vector<std::string> command) {
     }
     return exit_status.status;
 }
-
-}  // namespace
 
 Verb add_run_verb(CLI::App& parent, const Trailing& trailing) {
     auto options = std::make_shared<RunOptions>();

@@ -42,5 +42,7 @@ Verb add_analyze_verb(CLI::App& parent);
 Verb add_dump_verb(CLI::App& parent);
 Verb add_attach_verb(CLI::App& parent);
 Verb add_detach_verb(CLI::App& parent);
+Verb add_report_verb(CLI::App& parent);
+Verb add_check_verb(CLI::App& parent, const Trailing& trailing);
 
 }  // namespace growtrace::cli

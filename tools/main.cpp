@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
     verbs.push_back(add_dump_verb(app));
     verbs.push_back(add_attach_verb(app));
     verbs.push_back(add_detach_verb(app));
+    verbs.push_back(add_report_verb(app));
+    verbs.push_back(add_check_verb(app, trailing));
 
     if (args.empty() && !trailing.present) {
         fmt::print(stderr, "{}", app.help());
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
         return error(fmt::format("unknown verb '{}' (expected run, analyze or dump; see growtrace --help)",
                                  args[0]));
     }
-    if (trailing.present && (args.empty() || args[0] != "run")) {
+    if (trailing.present && (args.empty() || (args[0] != "run" && args[0] != "check"))) {
         return error("'--' is only accepted by 'growtrace run -- COMMAND [ARGS...]'");
     }
 

@@ -11,7 +11,8 @@ build="${GROWTRACE_BUILD_DIR:-$repo/build}"
 log() { echo "setup: $*" >&2; }
 
 packages=(build-essential cmake pkg-config libunwind-dev libdw-dev libzstd-dev libfmt-dev
-          nlohmann-json3-dev libcli11-dev libboost-stacktrace-dev libgtest-dev)
+          nlohmann-json3-dev libcli11-dev libboost-stacktrace-dev libgtest-dev
+          chromium libxml2-utils)  # the last two: the HTML/SVG report tests (headless browser, xmllint)
 
 missing=()
 for p in "${packages[@]}"; do

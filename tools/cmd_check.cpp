@@ -1,0 +1,119 @@
+// growtrace check [-o FILE] [--no-follow-exec] [--no-follow-fork] [--html F] [--json F] [--plot F]
+//                 -- COMMAND [ARGS...]
+//
+// For CI: runs COMMAND traced (as `growtrace run`), analyses every trace it wrote, prints the
+// text report and exits
+//   0  no unbounded growth and the command succeeded,
+//   3  unbounded growth found (whatever the command's status),
+//   4  no growth found, but the command failed (non-zero exit, or killed by a signal),
+//   2  growtrace itself could not do the check (bad usage, command not found or not traceable,
+//      no trace written, unreadable main trace).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "analyzer/analyzer.h"
+#include "common.h"
+#include "progress.h"
+#include "run_command.h"
+
+namespace growtrace::cli {
+
+namespace {
+
+constexpr int kExitCommandFailed = 4;
+
+struct CheckArgs {
+    RunOptions run;
+    std::string html;
+    std::string json;
+    std::string plot;
+};
+
+// Analyses one trace, printing its text report to stdout. Returns analyze_command's status.
+int analyze_one(const std::string& trace, const CheckArgs* reports) {
+    AnalyzeOptions options;
+    options.trace_path = trace;
+    options.fail_on_growth = true;
+    if (reports) {
+        options.html_output_path = reports->html;
+        options.json_output_path = reports->json;
+        options.svg_output_path = reports->plot;
+    }
+    std::ostringstream out, err;
+    int status;
+    {
+        ReadProgress progress;
+        status = analyze_command(options, out, err);
+    }
+    std::cout << out.str() << std::flush;
+    std::cerr << err.str();
+    return status;
+}
+
+int check(const CheckArgs& args, std::vector<std::string> command) {
+    if (command.empty()) return error("no command given; usage: growtrace check [OPTIONS] -- COMMAND [ARGS...]");
+    RunOutcome outcome;
+    const int command_status = run_command(args.run, std::move(command), &outcome);
+    if (!outcome.started) return kExitError;  // run_command said why
+    if (outcome.trace.empty()) return error("check: no trace was written, so nothing could be checked");
+
+    std::cout << fmt::format("\ngrowtrace check: {}\n", outcome.trace) << std::flush;
+    int status = analyze_one(outcome.trace, &args);
+    if (status == kExitError) return kExitError;
+    bool growth = status == kExitGrowthFound;
+    for (const std::string& trace : outcome.other_traces) {
+        std::cout << fmt::format("\ngrowtrace check: {}\n", trace) << std::flush;
+        int child = analyze_one(trace, nullptr);
+        if (child == kExitError) warning(fmt::format("could not analyse {}; it is left out of the check", trace));
+        growth = growth || child == kExitGrowthFound;
+    }
+
+    if (command_status != 0)
+        note(fmt::format("the command failed (growtrace run status {}){}", command_status,
+                         growth ? "" : "; check exits with 4"));
+    if (growth) {
+        note("check failed: unbounded memory growth found (exit status 3)");
+        return kExitGrowthFound;
+    }
+    if (command_status != 0) return kExitCommandFailed;
+    note("check passed: no unbounded memory growth");
+    return kExitOk;
+}
+
+}  // namespace
+
+Verb add_check_verb(CLI::App& parent, const Trailing& trailing) {
+    auto args = std::make_shared<CheckArgs>();
+    CLI::App* sub = parent.add_subcommand(
+        "check",
+        "For CI: run COMMAND traced, analyse its traces, print the report.\n"
+        "Usage: growtrace check [OPTIONS] -- COMMAND [ARGS...]\n"
+        "Exits 0 if there is no unbounded growth and the command succeeded, 3 if there is growth, "
+        "4 if there is none but the command failed, 2 if the check could not be done.");
+    sub->add_option("-o,--output", args->run.output,
+                    "Trace file, replaced if it exists (default: growtrace.<pid>.gtrace in the current directory)");
+    sub->add_flag("--no-follow-exec", args->run.no_follow_exec, "Do not trace programs the command execs");
+    sub->add_flag("--no-follow-fork", args->run.no_follow_fork, "Do not trace processes the command forks");
+    sub->add_option("--html", args->html, "Also write the HTML report of the main trace to this file");
+    sub->add_option("--json", args->json, "Also write the JSON report of the main trace to this file");
+    sub->add_option("--plot", args->plot, "Also write the SVG plot of the main trace's curves to this file");
+    sub->prefix_command();
+
+    return {sub, [sub, args, &trailing] {
+                std::vector<std::string> command = sub->remaining();
+                if (!command.empty() && command[0].starts_with("-")) {
+                    return error(fmt::format("check: unknown option {} (put the command after '--')", command[0]));
+                }
+                if (trailing.present) {
+                    if (!command.empty()) command.push_back("--");
+                    command.insert(command.end(), trailing.words.begin(), trailing.words.end());
+                }
+                return check(*args, std::move(command));
+            }};
+}
+
+}  // namespace growtrace::cli

@@ -1,0 +1,65 @@
+// growtrace report TRACE [-o report.html]
+//
+// Writes the HTML report of a trace (or, for an -o ending in .svg, the SVG plot of its curves).
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "analyzer/analyzer.h"
+#include "common.h"
+#include "progress.h"
+
+namespace growtrace::cli {
+
+namespace {
+
+struct ReportArgs {
+    std::string trace;
+    std::string output;
+};
+
+// "run.gtrace" -> "run.html"
+std::string default_output(const std::string& trace) {
+    std::string stem = trace;
+    if (stem.ends_with(".gtrace")) stem.resize(stem.size() - 7);
+    return stem + ".html";
+}
+
+int report(const ReportArgs& args) {
+    AnalyzeOptions options;
+    options.trace_path = args.trace;
+    options.write_report = false;
+    const std::string output = args.output.empty() ? default_output(args.trace) : args.output;
+    if (output.ends_with(".svg")) options.svg_output_path = output;
+    else options.html_output_path = output;
+
+    std::ostringstream out, err;
+    int status;
+    {
+        ReadProgress progress;
+        status = analyze_command(options, out, err);
+    }
+    std::cerr << err.str();
+    if (status == kExitOk) note(fmt::format("report written to {}", output));
+    return status;
+}
+
+}  // namespace
+
+Verb add_report_verb(CLI::App& parent) {
+    auto args = std::make_shared<ReportArgs>();
+    CLI::App* sub = parent.add_subcommand(
+        "report",
+        "Write the report of a trace as one self-contained HTML page (memory over time, each finding "
+        "with its curve and stack, flame graphs of retained memory and of growth).");
+    sub->add_option("TRACE", args->trace, "Trace file written by growtrace run")->required();
+    sub->add_option("-o,--output", args->output,
+                    "HTML file to write (default: the trace's name with .html); a name ending in .svg "
+                    "gets the SVG plot of the curves instead");
+    return {sub, [args] { return report(*args); }};
+}
+
+}  // namespace growtrace::cli

@@ -12,7 +12,8 @@ std::vector<std::string> inputs_under(const std::string& dir) {
     std::vector<std::string> inputs;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec))
-        if (entry.is_regular_file() && entry.path().extension() != ".md") inputs.push_back(entry.path().string());
+        if (entry.is_regular_file() && entry.path().extension() != ".md" && !entry.path().filename().string().starts_with("."))
+            inputs.push_back(entry.path().string());
     std::sort(inputs.begin(), inputs.end());
     return inputs;
 }

@@ -1,0 +1,225 @@
+// `growtrace attach PID` / `growtrace detach PID` on running programs: the target keeps running
+// and printing, the trace shows the growth made while attached (with Python frames for a
+// CPython target), a second attach works, and every bad input is one clear error with exit 2.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "e2e_support.h"
+#include "report_view.h"
+
+namespace growtrace::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A program started with its stdout going to a file we can read while it runs.
+class Service {
+public:
+    Service(const ScratchDir& dir, const std::vector<std::string>& argv) : out_(dir / "service.out") {
+        std::string command = "exec";
+        for (const std::string& a : argv) command += " '" + a + "'";
+        command += " > '" + out_ + "' 2> '" + out_ + ".err'";
+        spawned_ = std::make_unique<Spawned>(std::vector<std::string>{"/bin/sh", "-c", command}, RunOptions{.timeout_seconds = 60});
+    }
+    ~Service() {
+        if (alive()) kill(pid(), SIGKILL);
+        spawned_->wait();
+    }
+    pid_t pid() const { return spawned_->pid(); }
+    bool alive() const { return kill(pid(), 0) == 0 && !zombie(); }
+    bool zombie() const {
+        std::ifstream stat("/proc/" + std::to_string(pid()) + "/stat");
+        std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+        size_t paren = text.rfind(')');
+        return paren == std::string::npos || text.substr(paren + 2, 1) == "Z";
+    }
+    std::vector<std::string> lines() const {
+        std::ifstream in(out_);
+        std::vector<std::string> result;
+        std::string line;
+        while (std::getline(in, line)) result.push_back(line);
+        return result;
+    }
+    std::string err() const { return read_file(out_ + ".err"); }
+    // Waits until the program printed `count` lines (it is then past its start-up).
+    bool wait_for_lines(size_t count, std::chrono::seconds limit = 10s) const {
+        auto deadline = std::chrono::steady_clock::now() + limit;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (lines().size() >= count) return true;
+            std::this_thread::sleep_for(50ms);
+        }
+        return false;
+    }
+    void stop() {
+        kill(pid(), SIGTERM);
+        spawned_->wait();
+    }
+
+private:
+    std::string out_;
+    std::unique_ptr<Spawned> spawned_;
+};
+
+std::string python_interpreter() {
+    std::string venv = std::string(GT_SOURCE_DIR) + "/.venv/bin/python";
+    return access(venv.c_str(), X_OK) == 0 ? venv : "/usr/bin/python3";
+}
+
+// Every line is "tick N ..." with N counting up from 0 without a gap.
+void expect_ticks_in_order(const std::vector<std::string>& lines, const std::regex& form) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+        std::smatch m;
+        ASSERT_TRUE(std::regex_match(lines[i], m, form)) << "line " << i << ": " << lines[i];
+        EXPECT_EQ(std::stoul(m[1]), i) << lines[i];
+    }
+}
+
+TEST(Attach, NativeGrowthIsFlaggedAndTheProgramRunsOn) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_LONG_RUNNING, "30"});
+    ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
+    const std::string trace = dir / "attached.gtrace";
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "-o", trace, "--duration", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    EXPECT_NE(r.err.find("attached to process"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("detached from process"), std::string::npos) << r.err;
+
+    // Alive and still printing after the detach.
+    ASSERT_TRUE(service.alive());
+    size_t printed = service.lines().size();
+    ASSERT_TRUE(service.wait_for_lines(printed + 3)) << service.err();
+    EXPECT_TRUE(service.alive());
+    service.stop();
+    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+ check \d+)"));
+    EXPECT_EQ(service.err(), "");
+
+    Report report(analyze_json(dir, trace));
+    auto site = report.stack_at("remember_session", "long_running.cpp", marker_line("long_running.cpp", "remember_session"));
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_TRUE(site->flagged) << report.summary();
+    // Blocks of 4096 bytes, 8 per tick, never freed: about 20 ticks of 2 s.
+    EXPECT_EQ(site->live_bytes, site->live_count * 4096);
+    EXPECT_EQ(site->allocations, site->live_count);
+    EXPECT_EQ(site->live_count % 8, 0u) << site->live_count;  // whole ticks: attach and detach happen while it sleeps
+    EXPECT_GE(site->live_count, 8u * 10);
+    EXPECT_LE(site->live_count, 8u * 60);
+    // The program frees one start-up block per tick: those frees match nothing and count
+    // nowhere. Retained = the sessions (the per-tick scratch block is freed each tick).
+    EXPECT_EQ(report.total("retained_bytes"), site->live_bytes) << report.summary();
+    EXPECT_EQ(report.total("live_allocations"), site->live_count);
+}
+
+TEST(Attach, DetachVerbAndASecondAttachEachWriteACompleteTrace) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_LONG_RUNNING, "40"});
+    ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
+    const std::string pid = std::to_string(service.pid());
+    for (const std::string name : {"first.gtrace", "second.gtrace"}) {
+        ProcessResult a = growtrace({"attach", pid, "-o", dir / name, "--no-wait"});
+        ASSERT_EQ(a.exit_code, 0) << a.describe() << "\n" << a.err;
+        std::this_thread::sleep_for(1500ms);
+        ProcessResult d = growtrace({"detach", pid});
+        ASSERT_EQ(d.exit_code, 0) << d.describe() << "\n" << d.err;
+        EXPECT_NE(d.err.find(dir / name), std::string::npos) << d.err;  // names the trace it closed
+        nlohmann::json json = analyze_json(dir, dir / name);
+        EXPECT_TRUE(json.value("ended_cleanly", false)) << name;
+        Report report(json);
+        auto site = report.stack_at("remember_session", "long_running.cpp", -1);
+        ASSERT_TRUE(site) << name << ": " << report.summary();
+        EXPECT_GE(site->live_count, 8u * 5) << name;
+    }
+    ProcessResult again = growtrace({"detach", pid});
+    EXPECT_EQ(again.exit_code, 2);
+    EXPECT_NE(again.err.find("growtrace: error: process " + pid + " is not attached"), std::string::npos) << again.err;
+    EXPECT_TRUE(service.alive());
+    service.stop();
+    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+ check \d+)"));
+}
+
+TEST(Attach, PythonFramesAppearInTheFinding) {
+    ScratchDir dir;
+    Service service(dir, {python_interpreter(), std::string(GT_SOURCE_DIR) + "/test_programs/python/attach_growth.py", "30"});
+    ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
+    const std::string trace = dir / "python.gtrace";
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "-o", trace, "--duration", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    ASSERT_TRUE(service.alive());
+    size_t printed = service.lines().size();
+    ASSERT_TRUE(service.wait_for_lines(printed + 3)) << service.err();
+    service.stop();
+    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+)"));
+
+    Report report(analyze_json(dir, trace));
+    auto site = report.stack_at("remember_session", "attach_growth.py", -1);
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_TRUE(site->flagged) << report.summary();
+    EXPECT_TRUE(report.is_flagged("remember_session")) << report.summary();
+    EXPECT_GE(site->live_bytes, 8u * 4096 * 10);
+}
+
+void expect_error(const ProcessResult& r, const std::string& text) {
+    EXPECT_EQ(r.exit_code, 2) << r.describe();
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find("growtrace: error: " + text), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(AttachErrors, NoSuchProcess) {
+    expect_error(growtrace({"attach", "2147483646"}), "no such process: 2147483646");
+    expect_error(growtrace({"detach", "2147483646"}), "no such process: 2147483646");
+}
+
+TEST(AttachErrors, StaticallyLinkedProgram) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_STATIC_SLEEPER, "20"});
+    std::this_thread::sleep_for(200ms);
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid())});
+    expect_error(r, "process " + std::to_string(service.pid()) + " runs a statically linked program");
+    EXPECT_TRUE(service.alive());
+}
+
+TEST(AttachErrors, ProcessAlreadyBeingTraced) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
+        for (;;) pause();
+    }
+    std::this_thread::sleep_for(200ms);
+    ProcessResult r = growtrace({"attach", std::to_string(child)});
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    expect_error(r, "process " + std::to_string(child) + " is already being traced by process " + std::to_string(getpid()));
+}
+
+TEST(AttachErrors, GdbMissing) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_LONG_RUNNING, "20"});
+    ASSERT_TRUE(service.wait_for_lines(1));
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid())}, RunOptions{.env = {{"PATH", dir.path().string()}}});
+    expect_error(r, "gdb is needed to attach but is not on PATH");
+    EXPECT_TRUE(service.alive());
+}
+
+TEST(AttachErrors, DetachWithoutAttach) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_LONG_RUNNING, "20"});
+    ASSERT_TRUE(service.wait_for_lines(1));
+    ProcessResult r = growtrace({"detach", std::to_string(service.pid())});
+    expect_error(r, "growtrace was never attached to process " + std::to_string(service.pid()));
+    ASSERT_TRUE(service.alive());
+    size_t printed = service.lines().size();
+    EXPECT_TRUE(service.wait_for_lines(printed + 2));
+}
+
+}  // namespace
+}  // namespace growtrace::e2e

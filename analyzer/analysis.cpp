@@ -75,15 +75,24 @@ public:
     void on_stack_node(const StackNodeRecord& r) override { nodes[r.id] = StackNode{r.parent, r.ip, generation_}; }
     void on_py_frame(const PyFrameRecord& r) override { py_frames[r.id] = r; }
     void on_alloc(const AllocEvent& e) override { model_.on_alloc(e); }
-    void on_free(const FreeEvent& e) override { model_.on_free(e); }
+    void on_free(const FreeEvent& e) override {
+        if (!at_shutdown(e.ticks)) model_.on_free(e);
+    }
     void on_alloc_compact(const AllocCompactEvent& e) override {
         model_.on_alloc_compact(e);
         python.on_alloc_compact(e);
     }
     void on_free_compact(const FreeCompactEvent& e) override {
+        if (at_shutdown(e.ticks)) return;
         model_.on_free_compact(e);
         python.on_free_compact(e);
     }
+    // What a program frees once it has begun to exit (an interpreter tearing down its modules
+    // and caches) is not its steady state: retention is measured when exiting began.
+    void on_exiting(uint64_t ticks) override {
+        if (!exit_ticks || ticks < exit_ticks) exit_ticks = ticks;
+    }
+    bool at_shutdown(uint64_t ticks) const { return exit_ticks && ticks > exit_ticks; }
     void on_cache_create(const CacheCreateRecord& r) override { python.on_cache_create(r); }
     void on_cache_insert(const CacheInsertRecord& r) override { python.on_cache_insert(r); }
     void on_cache_size(const CacheSizeRecord& r) override { python.on_cache_size(r); }
@@ -104,6 +113,7 @@ public:
     uint64_t pid = 0;
     std::string command;
     uint64_t start_ticks = 0;
+    uint64_t exit_ticks = 0;  // 0 = no Exiting record
     uint64_t last_ticks = 0;
     TickClock clock;
     std::unordered_map<uint64_t, StackNode> nodes;

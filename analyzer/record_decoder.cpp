@@ -294,6 +294,9 @@ void RecordDecoder::decode(const RawRecord& rec) {
             visitor_.on_type_create(r);
             return;
         }
+        case RecordKind::Exiting:
+            visitor_.on_exiting(get_varint(rec, c));
+            return;
         case RecordKind::CacheSize: {
             CacheSizeRecord r;
             r.ticks = get_varint(rec, c);

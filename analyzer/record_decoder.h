@@ -39,6 +39,8 @@ public:
     virtual void on_cache_insert(const CacheInsertRecord&) {}
     virtual void on_cache_size(const CacheSizeRecord&) {}
     virtual void on_type_create(const TypeCreateRecord&) {}
+    // The program began to exit at these ticks (Exiting record).
+    virtual void on_exiting(uint64_t /*ticks*/) {}
     // CPython records (0x30..0x3f) until their layout is specified, and kinds this analyzer
     // does not know (written by a newer tracer): skipped by length, shown raw by the dumper.
     virtual void on_unknown(const RawRecord&) {}

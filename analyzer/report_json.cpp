@@ -51,6 +51,76 @@ json group_json(const GroupReport& g) {
             {"retained_series", g.retained_series}};
 }
 
+json series_json(const std::vector<SeriesPoint>& points) {
+    json out = json::array();
+    for (const SeriesPoint& p : points) out.push_back({p.t_s, p.value});
+    return out;
+}
+
+json cache_json(const CacheReport& c) {
+    const CacheFinding& f = c.cache;
+    json key_types = json::array();
+    for (const CacheKeyType& k : f.key_types)
+        key_types.push_back({{"name", k.name}, {"distinct_classes", k.distinct_classes}, {"live_classes", k.live_classes}});
+    return {{"name", f.name},
+            {"wrapped", f.wrapped},
+            {"bound_names", f.bound_names},
+            {"location", f.location},
+            {"maxsize", f.maxsize < 0 ? json(nullptr) : json(f.maxsize)},
+            {"entries_first", f.entries_first},
+            {"entries_last", f.entries_last},
+            {"insertions", f.insertions},
+            {"growth_entries_per_s", f.growth_entries_per_s},
+            {"inserted_from", frames_json(c.inserted_from)},
+            {"retained_bytes", f.retained_bytes},
+            {"live_allocations", f.live_allocations},
+            {"key_types", key_types},
+            {"example_keys", f.example_keys},
+            {"verdict", f.unbounded ? "unbounded" : "bounded"},
+            {"reason", f.reason},
+            {"entries_over_time", series_json(f.entries_over_time)},
+            {"retained_over_time", series_json(f.retained_over_time)}};
+}
+
+json cache_finding_json(const CacheReport& c) {
+    const CacheFinding& f = c.cache;
+    return {{"kind", "cache_growth"},
+            {"retained_bytes", f.retained_bytes},
+            {"live_allocations", f.live_allocations},
+            {"growth_bytes_per_s", f.growth_bytes_per_s},
+            {"started_at_s", f.started_at_s},
+            {"confidence", f.confidence},
+            {"reason", f.reason},
+            {"frames", frames_json(c.inserted_from)},
+            {"cache", cache_json(c)}};
+}
+
+json type_json(const TypeReport& t) {
+    const TypeFinding& f = t.type;
+    return {{"name", f.name},
+            {"created", f.created},
+            {"live_at_end", f.live_at_end},
+            {"created_per_s", f.created_per_s},
+            {"started_at_s", f.started_at_s},
+            {"verdict", f.unbounded ? "unbounded" : "bounded"},
+            {"reason", f.reason},
+            {"created_from", frames_json(t.created_from)},
+            {"live_over_time", series_json(f.live_over_time)}};
+}
+
+json type_finding_json(const TypeReport& t) {
+    const TypeFinding& f = t.type;
+    return {{"kind", "duplicate_types"},
+            {"retained_bytes", 0},
+            {"live_allocations", f.live_at_end},
+            {"growth_bytes_per_s", 0},
+            {"started_at_s", f.started_at_s},
+            {"confidence", f.confidence},
+            {"reason", f.reason},
+            {"frames", frames_json(t.created_from)},
+            {"type", type_json(t)}};
+}
+
 }  // namespace
 
 json report_json(const AnalysisResult& r) {
@@ -68,8 +138,15 @@ json report_json(const AnalysisResult& r) {
                      {"retained_bytes", r.totals.retained_bytes},
                      {"live_allocations", r.totals.live_allocations},
                      {"unmatched_frees", r.totals.unmatched_frees}};
+    // Cache findings lead: they name the cause; the stacks they hold may also be findings.
     doc["findings"] = json::array();
+    for (const auto& c : r.cache_findings) doc["findings"].push_back(cache_finding_json(c));
+    for (const auto& t : r.type_findings) doc["findings"].push_back(type_finding_json(t));
     for (const auto& g : r.findings) doc["findings"].push_back(finding_json(g));
+    doc["caches"] = json::array();
+    for (const auto& c : r.caches) doc["caches"].push_back(cache_json(c));
+    doc["types"] = json::array();
+    for (const auto& t : r.types) doc["types"].push_back(type_json(t));
     doc["groups"] = json::array();
     for (const auto& g : r.groups) doc["groups"].push_back(group_json(g));
     doc["timeline"] = json::array();

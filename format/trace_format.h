@@ -98,6 +98,10 @@ enum class RecordKind : uint8_t {
     Exec = 0x23,
     // The tracer stopped or lost data.  varint ticks, string message
     TracerError = 0x24,
+    // The program began to exit (for CPython: its last atexit callback, before the interpreter
+    // frees modules and caches). varint ticks. Frees after it are shutdown work: the analyzer
+    // measures what the program retained at this point.
+    Exiting = 0x25,
 
     // CPython records. CacheCreate, CacheInsert and TypeCreate are thread events: they belong
     // to the current Thread run and start with svarint dticks like Alloc. Addresses are plain.

@@ -15,6 +15,7 @@
 #include "preload/python/python_allocator.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
+#include "preload/writer.h"
 
 namespace growtrace::preload::python {
 namespace {
@@ -128,9 +129,16 @@ void type_created(const growtrace_py_type_info* t) {
               t->metaclass_len);
 }
 
+void process_exiting() {
+    RecursionGuard guard;
+    RecordEncoder rec(RecordKind::Exiting);
+    writer_emit(rec.varint(now_ticks()));
+}
+
 growtrace_py_api g_api_table = {
     sizeof(growtrace_py_api), GROWTRACE_PY_API_VERSION, GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL, 0,
     agent_attach, capture_stack_api, cache_created, cache_insert, cache_destroyed, type_created,
+    process_exiting,
 };
 
 using TypeReadyFn = int (*)(PyTypeObject*);

@@ -119,6 +119,10 @@ typedef struct growtrace_py_api {
        freed); stop reading cache_dict after this returns. */
     void (*cache_destroyed)(uint64_t cache_id);
     void (*type_created)(const growtrace_py_type_info *info);
+    /* The program is about to exit (called from the agent's atexit callback, the last Python
+       one to run, before the interpreter tears modules and caches down): what is freed after
+       this is shutdown work, not the program's steady state. Present when `size` covers it. */
+    void (*process_exiting)(void);
 } growtrace_py_api;
 
 /* Exported by libgrowtrace.so. Returns NULL when the library implements an older version

@@ -657,6 +657,15 @@ static PyObject *start(PyObject *m, PyObject *args) {
     return PyLong_FromUnsignedLong(g_native ? g_native->features : 0);
 }
 
+/* process_exiting(): the agent's atexit callback; tells the library that shutdown begins. */
+static PyObject *process_exiting(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    if (g_native && g_native->size >= offsetof(growtrace_py_api, process_exiting) + sizeof(void *) &&
+        g_native->process_exiting)
+        g_native->process_exiting();
+    Py_RETURN_NONE;
+}
+
 static PyObject *stats(PyObject *m, PyObject *noargs) {
     (void)m; (void)noargs;
     return Py_BuildValue("{sKsKsKsKsO}", "caches", g_counts[0], "miss_begin", g_counts[1],
@@ -695,6 +704,7 @@ static PyMethodDef methods[] = {
     {"scan_young_types", scan_young_types, METH_NOARGS, NULL},
     {"gc_callback", gc_callback, METH_VARARGS, NULL},
     {"stats", stats, METH_NOARGS, NULL},
+    {"process_exiting", process_exiting, METH_NOARGS, NULL},
     {"_walk_frames", walk_frames, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -30,6 +30,11 @@ def install(ext, log_path, agent_path):
     if features < 0:
         return None  # no preload library and no log file: stay out of the way
 
+    # Registered first, so it runs last of the program's atexit callbacks: the state the
+    # program leaves behind is measured before the interpreter frees it all.
+    import atexit
+    atexit.register(ext.process_exiting)
+
     real_wrapper = functools._lru_cache_wrapper
     functools_globals = functools.__dict__
     logging = log_path is not None

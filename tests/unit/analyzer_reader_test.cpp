@@ -230,27 +230,28 @@ TEST(AnalyzerReader, RejectsBadBlockMagic) {
 
 TEST(AnalyzerReader, SkipsUnknownRecordKinds) {
     TraceBuilder b;
-    b.process(1, 0, 0).raw_record(0x7e, {1, 2, 3, 4}).raw_record(0x30, {9}).thread(1, 0).alloc(5, 10, 0x10, 1);
+    b.process(1, 0, 0).raw_record(0x7e, {1, 2, 3, 4}).raw_record(0x6f, {9}).thread(1, 0).alloc(5, 10, 0x10, 1);
     b.end(10, 10);
     const std::string path = temp_trace_path("unknown");
     b.write(path);
     Collector c;
     read_trace(path, c);
-    EXPECT_EQ(c.unknown_kinds, (std::vector<uint8_t>{0x7e, 0x30}));
+    EXPECT_EQ(c.unknown_kinds, (std::vector<uint8_t>{0x7e, 0x6f}));
     ASSERT_EQ(c.allocs.size(), 1u);
     EXPECT_EQ(c.allocs[0].size, 10u);
 }
 
-TEST(AnalyzerReader, SkippedCPythonThreadEventsStillAdvanceTheRunTicks) {
-    // TypeCreate (0x32) starts with svarint dticks (+10, zigzag 20) like Alloc.
+TEST(AnalyzerReader, CPythonThreadEventsAdvanceTheRunTicks) {
+    // TypeCreate (0x32): svarint dticks (+10, zigzag 20), source, address, stack, then three
+    // empty strings (module, qualname, metaclass).
     TraceBuilder b;
-    b.process(1, 0, 0).thread(1, 100).raw_record(0x32, {20, 0, 0}).alloc(115, 8, 0x10, 1);
+    b.process(1, 0, 0).thread(1, 100).raw_record(0x32, {20, 0, 0, 0, 0, 0, 0}).alloc(115, 8, 0x10, 1);
     const std::string path = temp_trace_path("pyevent");
     b.write(path);
     Collector c;
     read_trace(path, c);
     ASSERT_EQ(c.allocs.size(), 1u);
-    // The builder wrote the alloc's delta from 100 (it does not know about the skipped event),
+    // The builder wrote the alloc's delta from 100 (it does not know about the CPython event),
     // so the reader must put it at 110 + 15.
     EXPECT_EQ(c.allocs[0].ticks, 125u);
 }

@@ -1,0 +1,123 @@
+// The CPython cache and class verdicts, on synthetic record sequences (1 tick = 1 ns here).
+#include <gtest/gtest.h>
+
+#include "analyzer/python_caches.h"
+
+namespace growtrace {
+namespace {
+
+constexpr uint64_t kSecond = 1'000'000'000;
+
+double seconds(uint64_t ticks) { return static_cast<double>(ticks) / kSecond; }
+
+CacheCreateRecord cache(uint64_t id, int64_t maxsize) {
+    CacheCreateRecord r;
+    r.cache_id = id;
+    r.maxsize = maxsize;
+    r.module = "app";
+    r.qualname = "build";
+    r.creator_file = "app.py";
+    r.creator_line = 12;
+    r.bound_names = {"app.cached_build"};
+    return r;
+}
+
+// One miss: begin, an allocation computed for the entry, stored.
+void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uint64_t entries_before,
+          uint64_t alloc_seq, std::vector<uint64_t> key_types = {}) {
+    CacheInsertRecord begin;
+    begin.tid = 1;
+    begin.ticks = ticks;
+    begin.cache_id = cache_id;
+    begin.insert_seq = seq;
+    begin.stack_id = 7;
+    begin.entries_before = entries_before;
+    begin.key_desc = "(int,)";
+    begin.key_type_addresses = std::move(key_types);
+    t.on_cache_insert(begin);
+    t.on_alloc_compact(AllocCompactEvent{1, ticks + 1, 1000, 3, alloc_seq});
+    CacheInsertRecord stored = begin;
+    stored.phase = CacheInsertRecord::Stored;
+    stored.ticks = ticks + 2;
+    t.on_cache_insert(stored);
+}
+
+TEST(PythonCaches, CacheFilledThroughoutTheRunIsAFindingWithItsMemoryAndKeyTypes) {
+    PythonTracker t;
+    t.on_cache_create(cache(1, -1));
+    for (uint64_t i = 0; i < 100; ++i) {
+        TypeCreateRecord type;
+        type.tid = 1;
+        type.ticks = i * kSecond / 25;
+        type.address = 0x1000 + i * 0x100;  // a fresh class per request
+        type.module = "app";
+        type.qualname = "Parsed[Fact]";
+        type.allocation_seq = 10'000 + i;
+        t.on_type_create(type);
+        miss(t, 1, i + 1, i * kSecond / 25 + 10, i, i + 1, {type.address});
+    }
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    const CacheFinding& c = f.caches[0];
+    EXPECT_TRUE(c.unbounded) << c.reason;
+    EXPECT_EQ(c.name, "app.cached_build");
+    EXPECT_EQ(c.location, "app.py:12");
+    EXPECT_EQ(c.insertions, 100u);
+    EXPECT_EQ(c.entries_last, 100u);
+    EXPECT_EQ(c.retained_bytes, 100u * 1000u);
+    EXPECT_EQ(c.inserted_from_stack, 7u);
+    ASSERT_EQ(c.key_types.size(), 1u);
+    EXPECT_EQ(c.key_types[0].name, "app.Parsed[Fact]");
+    EXPECT_EQ(c.key_types[0].distinct_classes, 100u);
+    EXPECT_EQ(c.key_types[0].live_classes, 100u);
+    ASSERT_FALSE(f.types.empty());
+    EXPECT_TRUE(f.types[0].unbounded) << f.types[0].reason;
+    EXPECT_EQ(f.types[0].live_at_end, 100u);
+}
+
+TEST(PythonCaches, FullBoundedCacheIsNotAFindingHoweverMuchItHolds) {
+    PythonTracker t;
+    t.on_cache_create(cache(2, 64));
+    for (uint64_t i = 0; i < 1000; ++i) {
+        miss(t, 2, i + 1, i * kSecond / 250, i < 64 ? i : 64, i + 1);
+        if (i >= 64) t.on_free_compact(FreeCompactEvent{1, i * kSecond / 250 + 3, i + 1 - 64});  // eviction
+    }
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_FALSE(f.caches[0].unbounded);
+    EXPECT_NE(f.caches[0].reason.find("maxsize"), std::string::npos) << f.caches[0].reason;
+    EXPECT_EQ(f.caches[0].retained_bytes, 64u * 1000u);
+}
+
+TEST(PythonCaches, CacheThatFillsAtStartThenOnlyHitsIsNotAFinding) {
+    PythonTracker t;
+    t.on_cache_create(cache(3, -1));
+    for (uint64_t i = 0; i < 256; ++i) miss(t, 3, i + 1, i * kSecond / 1000, i, i + 1);
+    PythonFindings f = t.finish(seconds, 4.0);  // the run goes on for 4 s of hits
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_FALSE(f.caches[0].unbounded) << f.caches[0].reason;
+    EXPECT_EQ(f.caches[0].entries_last, 256u);
+}
+
+TEST(PythonCaches, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
+    PythonTracker t;
+    for (uint64_t i = 0; i < 500; ++i) {
+        TypeCreateRecord type;
+        type.tid = 1;
+        type.ticks = i * kSecond / 100;
+        type.address = 0x5000;
+        type.module = "app";
+        type.qualname = "Payload";
+        type.allocation_seq = i + 1;
+        t.on_type_create(type);
+        t.on_free_compact(FreeCompactEvent{1, type.ticks + 5, i + 1});
+    }
+    PythonFindings f = t.finish(seconds, 5.0);
+    ASSERT_EQ(f.types.size(), 1u);
+    EXPECT_FALSE(f.types[0].unbounded) << f.types[0].reason;
+    EXPECT_EQ(f.types[0].created, 500u);
+    EXPECT_EQ(f.types[0].live_at_end, 0u);
+}
+
+}  // namespace
+}  // namespace growtrace

@@ -214,6 +214,48 @@ __attribute__((visibility("default"))) int execvpe(const char* file, char* const
     return g_real.execvpe(file, argv, envp);
 }
 
+// The list forms: glibc's own execl/execlp/execle call execve internally, past our hook, so
+// without these the events before the exec were never flushed. Their argument vector is
+// rebuilt on the stack (exec must not allocate: it may run in a vfork child).
+#define GT_COLLECT_ARGS(first)                                                       \
+    va_list count_args;                                                              \
+    va_start(count_args, first);                                                     \
+    size_t argc = 0;                                                                 \
+    if (first) {                                                                     \
+        argc = 1;                                                                    \
+        while (va_arg(count_args, char*)) ++argc;                                    \
+    }                                                                                \
+    va_end(count_args);                                                              \
+    char** argv = static_cast<char**>(__builtin_alloca((argc + 1) * sizeof(char*))); \
+    va_list args;                                                                    \
+    va_start(args, first);                                                           \
+    if (first) {                                                                     \
+        argv[0] = const_cast<char*>(first);                                          \
+        for (size_t i = 1; i < argc; ++i) argv[i] = va_arg(args, char*);             \
+        (void)va_arg(args, char*); /* the terminating NULL */                        \
+    }                                                                                \
+    argv[argc] = nullptr;
+
+__attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
+    GT_COLLECT_ARGS(arg)
+    va_end(args);
+    return execv(path, argv);
+}
+
+__attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) {
+    GT_COLLECT_ARGS(arg)
+    va_end(args);
+    return execvp(file, argv);
+}
+
+__attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) {
+    GT_COLLECT_ARGS(arg)
+    char* const* envp = va_arg(args, char* const*);
+    va_end(args);
+    return execve(path, argv, envp);
+}
+#undef GT_COLLECT_ARGS
+
 __attribute__((visibility("default"))) int dlclose(void* handle) {
     ready();
     recorder_before_dlclose();

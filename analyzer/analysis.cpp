@@ -1,5 +1,7 @@
 #include "analyzer/analysis.h"
 
+#include "analyzer/frame_folding.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -260,19 +262,23 @@ void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symboliz
     for (CacheFinding& f : found.caches) {
         CacheReport report{std::move(f), {}};
         if (report.cache.inserted_from_stack)
-            report.inserted_from = resolve_stack(report.cache.inserted_from_stack, c, symbolizer);
+            report.inserted_from = fold_interpreter_frames(resolve_stack(report.cache.inserted_from_stack, c, symbolizer));
         (report.cache.unbounded ? out.cache_findings : out.caches).push_back(std::move(report));
     }
     for (TypeFinding& f : found.types) {
         TypeReport report{std::move(f), {}};
         if (report.type.creation_stack)
-            report.created_from = resolve_stack(report.type.creation_stack, c, symbolizer);
+            report.created_from = fold_interpreter_frames(resolve_stack(report.type.creation_stack, c, symbolizer));
         (report.type.unbounded ? out.type_findings : out.types).push_back(std::move(report));
     }
     if (out.caches.size() > kMaxReportedGroups) out.caches.resize(kMaxReportedGroups);
     if (out.types.size() > kMaxReportedGroups) out.types.resize(kMaxReportedGroups);
 }
 }  // namespace
+
+size_t finding_count(const AnalysisResult& r) {
+    return r.findings.size() + r.cache_findings.size() + r.type_findings.size();
+}
 
 AnalysisResult analyze_trace(const std::string& path) {
     RetentionModel model;
@@ -331,6 +337,7 @@ AnalysisResult analyze_trace(const std::string& path) {
 
     for (auto& [key, s] : merged) {
         GroupReport g = std::move(by_frames[key]);
+        g.frames = fold_interpreter_frames(g.frames);
         g.verdict = classify_growth(dense_series(s, r.num_windows, window_s, work_begin, work_end));
         g.retained_bytes = s.live_bytes;
         g.live_allocations = s.live_count;

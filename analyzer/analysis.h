@@ -50,6 +50,10 @@ struct TypeReport {
     std::vector<Frame> created_from;
 };
 
+struct AnalysisResult;
+// Findings of every kind: unbounded stacks, growing caches, duplicate classes.
+size_t finding_count(const AnalysisResult& r);
+
 struct AnalysisResult {
     std::string command;
     uint64_t pid = 0;

@@ -56,7 +56,7 @@ int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostre
         file.flush();
         if (!file) return fail(err, fmt::format("cannot write {}: {}", options.svg_output_path, std::strerror(errno)));
     }
-    return options.fail_on_growth && !result.findings.empty() ? kExitGrowthFound : kExitOk;
+    return options.fail_on_growth && finding_count(result) > 0 ? kExitGrowthFound : kExitOk;
 }
 
 int dump_command(const std::string& path, std::ostream& out, std::ostream& err) {

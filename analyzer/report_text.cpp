@@ -53,25 +53,66 @@ void write_not_findings(const AnalysisResult& r, std::ostream& out) {
                        human_bytes(largest->retained_bytes), short_location(*largest), largest->verdict.plateau_at_s);
 }
 
+// A growing cache, said the way a person hunting it needs it: which cache, where it is made,
+// where it is filled from, how fast, what keeps missing, how much it holds.
+void write_cache_finding(size_t number, const CacheReport& c, std::ostream& out) {
+    const CacheFinding& f = c.cache;
+    out << fmt::format("\n#{} cache {} keeps growing: {} -> {} entries (+{:.1f}/s since {:.1f} s), holding {} in {} allocations\n",
+                       number, f.name, f.entries_first, f.entries_last, f.growth_entries_per_s, f.started_at_s,
+                       human_bytes(f.retained_bytes), f.live_allocations);
+    out << fmt::format("    functools.lru_cache(maxsize={}) of {}, created at {}\n",
+                       f.maxsize < 0 ? std::string("None") : std::to_string(f.maxsize), f.wrapped,
+                       f.location.empty() ? "?" : f.location);
+    if (f.bound_names.size() > 1) out << fmt::format("    also bound as {}\n", fmt::join(f.bound_names.begin() + 1, f.bound_names.end(), ", "));
+    for (const CacheKeyType& k : f.key_types) {
+        if (k.distinct_classes < 2) continue;
+        out << fmt::format("    keys keep missing on new classes named {}: {} distinct classes, {} still alive\n", k.name,
+                           k.distinct_classes, k.live_classes);
+    }
+    if (!f.example_keys.empty()) out << fmt::format("    e.g. key {}\n", f.example_keys.front());
+    out << fmt::format("    {} insertions, confidence {:.2f}; filled from:\n", f.insertions, f.confidence);
+    write_frames(c.inserted_from, out);
+}
+
+void write_type_finding(size_t number, const TypeReport& t, std::ostream& out) {
+    const TypeFinding& f = t.type;
+    out << fmt::format("\n#{} class {} is created again and again: {} created, {} alive ({:.1f}/s since {:.1f} s), confidence {:.2f}; created from:\n",
+                       number, f.name, f.created, f.live_at_end, f.created_per_s, f.started_at_s, f.confidence);
+    write_frames(t.created_from, out);
+}
+
+void write_not_finding_caches(const AnalysisResult& r, std::ostream& out) {
+    if (r.caches.empty()) return;
+    out << fmt::format("not findings: {} cache{} that stopped growing", r.caches.size(), r.caches.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < r.caches.size() && i < 3; ++i)
+        out << fmt::format("{} {} ({})", i ? ";" : ":", r.caches[i].cache.name, r.caches[i].cache.reason);
+    out << '\n';
+}
+
 }  // namespace
 
 void write_text_report(const AnalysisResult& r, std::ostream& out) {
     for (const auto& w : r.warnings) out << "warning: " << w << '\n';
-    if (r.findings.empty()) {
+    const size_t total = finding_count(r);
+    if (total == 0) {
         out << fmt::format("no unbounded growth found in {} (pid {}, {:.1f} s, {} allocations)\n", r.command, r.pid,
                            r.duration_s, r.totals.allocations);
     } else {
-        out << fmt::format("{} unbounded growth finding{} in {} (pid {}, {:.1f} s)\n", r.findings.size(),
-                           r.findings.size() == 1 ? "" : "s", r.command, r.pid, r.duration_s);
+        out << fmt::format("{} unbounded growth finding{} in {} (pid {}, {:.1f} s)\n", total, total == 1 ? "" : "s",
+                           r.command, r.pid, r.duration_s);
     }
+    size_t number = 0;
+    for (const auto& c : r.cache_findings) write_cache_finding(++number, c, out);
+    for (const auto& t : r.type_findings) write_type_finding(++number, t, out);
     for (size_t i = 0; i < r.findings.size(); ++i) {
         const GroupReport& g = r.findings[i];
-        out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {} live allocations, confidence {:.2f}\n", i + 1,
-                           human_bytes(g.retained_bytes), human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s,
+        out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {} live allocations, confidence {:.2f}\n",
+                           ++number, human_bytes(g.retained_bytes), human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s,
                            g.live_allocations, g.verdict.confidence);
         write_frames(g.frames, out);
     }
     out << '\n';
+    write_not_finding_caches(r, out);
     write_not_findings(r, out);
     out << fmt::format("traced heap: peak {}, {} retained at the end in {} live allocations; {} allocations, {} frees\n",
                        human_bytes(r.totals.peak_bytes), human_bytes(r.totals.retained_bytes), r.totals.live_allocations,

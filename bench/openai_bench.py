@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Python overhead benchmark on the openai #2672 reproduction: untraced vs heaptrack vs memray vs growtrace.
+
+Workload: test_programs/python/openai_repro/repro.py --mode threads --requests N --interval 0, run with the
+venv's python (.venv/bin/python) against its in-process mock server; each request runs in a new thread.
+Each tool runs it in turn:
+
+    untraced   python repro.py ...
+    heaptrack  heaptrack -o FILE python repro.py ...
+    memray     python -m memray run --native -f -o FILE repro.py ...
+    growtrace  growtrace run -o FILE -- python repro.py ...
+
+For each it reports (median of --repeat runs) the wall time and CPU time (user+sys of the children, so
+heaptrack's and memray's own processes count too), the slowdown against the untraced run as ratios, the
+size of the output file(s), and the repro's own `seconds=` figure from its summary line: the request phase
+alone, without interpreter start-up, imports or the tracer's work at exit.
+
+    python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timed(cmd: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user+sys of the children) and the repro's seconds= of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    match = re.search(r"^repro .*\berrors=(\d+)\b.*\bseconds=([0-9.]+)", proc.stdout, re.MULTILINE)
+    if proc.returncode != 0 or not match or match.group(1) != "0":
+        sys.exit(f"openai_bench: {' '.join(cmd)} failed (status {proc.returncode}):\n"
+                 f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return wall, cpu, float(match.group(2))
+
+
+def output_size(work: str, prefix: str) -> int:
+    """Total bytes of the files a tool wrote (heaptrack adds .zst/.gz, growtrace one file per process)."""
+    return sum(os.path.getsize(os.path.join(work, f)) for f in os.listdir(work) if f.startswith(prefix))
+
+
+def remove_outputs(work: str, prefix: str) -> None:
+    for f in os.listdir(work):
+        if f.startswith(prefix):
+            os.remove(os.path.join(work, f))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--build", default=os.path.join(root, "build"))
+    parser.add_argument("--requests", type=int, default=20, help="requests, one new thread each")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per tool (median); each takes 10-40 s")
+    args = parser.parse_args()
+
+    python = os.path.join(root, ".venv", "bin", "python")
+    repro = os.path.join(root, "test_programs", "python", "openai_repro", "repro.py")
+    growtrace = os.path.join(args.build, "bin", "growtrace")
+    for path in (python, repro, growtrace):
+        if not os.path.exists(path):
+            sys.exit(f"openai_bench: {path} is missing")
+    repro_args = [repro, "--mode", "threads", "--requests", str(args.requests), "--interval", "0"]
+    work = tempfile.mkdtemp(prefix="growtrace-openai-bench-")
+
+    tools = [("untraced", None, lambda out: [python, *repro_args])]
+    if shutil.which("heaptrack"):
+        tools.append(("heaptrack", "out.heaptrack", lambda out: ["heaptrack", "-o", out, python, *repro_args]))
+    if subprocess.run([python, "-c", "import memray"], capture_output=True).returncode == 0:
+        tools.append(("memray", "out.memray",
+                      lambda out: [python, "-m", "memray", "run", "--native", "-f", "-o", out, *repro_args]))
+    tools.append(("growtrace", "out.gtrace", lambda out: [growtrace, "run", "-o", out, "--", python, *repro_args]))
+
+    rows = []
+    for name, prefix, make_cmd in tools:
+        runs, sizes = [], []
+        for _ in range(args.repeat):
+            if prefix:
+                remove_outputs(work, prefix)
+            runs.append(timed(make_cmd(os.path.join(work, prefix or "unused"))))
+            sizes.append(output_size(work, prefix) if prefix else None)
+        wall, cpu, seconds = (statistics.median(r[i] for r in runs) for i in range(3))
+        rows.append((name, wall, cpu, seconds, sizes[-1]))
+        print(f"  {name}: wall {wall:.2f} s", file=sys.stderr, flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+    base_wall, base_cpu, base_seconds = rows[0][1:4]
+    print(f"workload: openai #2672 repro, --mode threads --requests {args.requests} --interval 0, "
+          f"median of {args.repeat} run(s), machine: {os.cpu_count()} cores")
+    print(f"{'tool':<10} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
+          f"{'output MB':>10}")
+    for name, wall, cpu, seconds, size in rows:
+        size_text = f"{size / 1e6:>10.2f}" if size is not None else f"{'-':>10}"
+        print(f"{name:<10} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
+              f"{seconds:>8.2f} {seconds / max(base_seconds, 0.01):>7.1f}x {size_text}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

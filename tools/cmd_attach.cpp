@@ -70,7 +70,13 @@ std::string status_field(int pid, const std::string& name) {
     return "";
 }
 
-bool process_exists(int pid) { return kill(pid, 0) == 0 || errno == EPERM; }
+std::string status_field(int pid, const std::string& name);
+
+// Alive: exists and is not a zombie waiting for its parent.
+bool process_exists(int pid) {
+    if (!(kill(pid, 0) == 0 || errno == EPERM)) return false;
+    return status_field(pid, "State").compare(0, 1, "Z") != 0;
+}
 
 std::string process_name(int pid) {
     std::string comm = read_text(fmt::format("/proc/{}/comm", pid));

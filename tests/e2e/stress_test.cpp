@@ -142,7 +142,8 @@ TEST(Stress, ForkWhileOtherThreadsAllocate) {
         auto site = child.stack_in("child_keep");
         ASSERT_TRUE(site) << child.summary();
         EXPECT_EQ(site->allocations, 50u);
-        EXPECT_EQ(site->live_count, 0u);
+        EXPECT_EQ(site->live_count, 50u);
+        EXPECT_EQ(site->live_bytes, 50u * 2000u);
     }
     Report parent(analyze_json(dir, trace));
     EXPECT_FALSE(parent.stack_in("child_keep")) << "children's allocations in the parent's trace";
@@ -265,8 +266,8 @@ TEST(Stress, FramesOfClosedLibraryStillSymbolize) {
     expect_same_behaviour(plain, r, true);
     EXPECT_EQ(r.out, "dlclose: 100 blocks kept from the closed library\n");
     Report report(analyze_json(dir, trace));
-    auto site = report.stack_at("stress_plugin_keep", "stress_plugin.cpp",
-                                marker_line("../stress/stress_plugin.cpp", "stress_plugin_keep"));
+    // Any line: malloc is a tail call there, so the frame's line depends on the compiler.
+    auto site = report.stack_at("stress_plugin_keep", "stress_plugin.cpp", -1);
     ASSERT_TRUE(site) << report.summary();
     EXPECT_EQ(site->module_basename, "libgt_stress_plugin.so");
     EXPECT_EQ(site->live_count, 100u);
@@ -365,6 +366,7 @@ TEST(TracerFaults, ProgramUsesEveryDescriptor) {
             auto site = report.stack_in("child_keep");
             ASSERT_TRUE(site) << report.summary();
             EXPECT_EQ(site->allocations, 50u);
+            EXPECT_EQ(site->live_bytes, 50u * 2000u);
         }
     }
 }

@@ -143,14 +143,21 @@ function frameWhere(f) {
 function isPython(f) { return f && f.module === 'python'; }
 // The frame that names a group: the innermost frame that is not an allocator entry point.
 var ALLOCATOR = /^(operator new|operator new\[\]|malloc|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|PyMem_|PyObject_Malloc|PyObject_Calloc|PyObject_Realloc|_PyObject_|__libc_|std::__new_allocator|__gnu_cxx::new_allocator|std::allocator)/;
+// Library internals (containers, allocator traits) are skipped too: the caller is the news.
+var LIBRARY = /^(std::|__gnu_cxx::|__cxx|void std::|.*\bstd::.*::(allocate|_M_allocate|construct)\b)/;
 function keyFrame(frames) {
   frames = frames || [];
-  for (var i = 0; i < frames.length; i++) {
-    var f = frames[i];
-    if (!ALLOCATOR.test(f.function || '') && (f.module || '') !== 'libgrowtrace.so') return f;
+  for (var pass = 0; pass < 2; pass++) {
+    for (var i = 0; i < frames.length; i++) {
+      var f = frames[i], fn = f.function || '';
+      if (ALLOCATOR.test(fn) || (f.module || '') === 'libgrowtrace.so') continue;
+      if (pass === 0 && (LIBRARY.test(fn) || /^\/usr\/include\//.test(f.file || ''))) continue;
+      return f;
+    }
   }
   return frames[0];
 }
+function shorten(text, max) { text = String(text); return text.length > max ? text.slice(0, max - 1) + '\u2026' : text; }
 function groupTitle(g) {
   var f = keyFrame(g.frames);
   if (!f) return '(no stack)';
@@ -212,7 +219,7 @@ function lineChart(series, opts) {
     g.appendChild(svg('text', { x: X(t), y: M.t + ph + 17, 'text-anchor': 'middle', 'font-size': 11, fill: '#5d6677', text: seconds(t) }));
   }
   g.appendChild(svg('text', { x: M.l + pw / 2, y: M.t + ph + 34, 'text-anchor': 'middle', 'font-size': 11, fill: '#5d6677', text: 'time since process start' }));
-  var lx = M.l;
+  var lx = M.l, ly = H + 8;
   series.forEach(function (s) {
     if (!s.points.length) return;
     var d = '';
@@ -225,11 +232,14 @@ function lineChart(series, opts) {
     g.appendChild(svg('path', { d: d, fill: 'none', stroke: s.color, 'stroke-width': s.width || 2,
                                 'stroke-dasharray': s.dash || null, 'stroke-linejoin': 'round', 'class': 'series' },
                       svg('title', { text: s.name })));
-    g.appendChild(svg('rect', { x: lx, y: H + 8, width: 14, height: 4, fill: s.color }));
     var label = s.name + (s.axis === 'right' ? ' (right axis)' : '');
-    g.appendChild(svg('text', { x: lx + 19, y: H + 14, 'font-size': 11.5, fill: '#1d2330', text: label }));
-    lx += 34 + label.length * 6.4;
+    var lw = 34 + label.length * 6.4;
+    if (lx > M.l && lx + lw > W) { lx = M.l; ly += 18; }  // next legend row
+    g.appendChild(svg('rect', { x: lx, y: ly, width: 14, height: 4, fill: s.color }));
+    g.appendChild(svg('text', { x: lx + 19, y: ly + 6, 'font-size': 11.5, fill: '#1d2330', text: label }));
+    lx += lw;
   });
+  g.setAttribute('viewBox', '0 0 ' + W + ' ' + (ly + 14));
   if (!series.some(function (s) { return s.points.length; }))
     g.appendChild(svg('text', { x: M.l + pw / 2, y: M.t + ph / 2, 'text-anchor': 'middle', fill: '#5d6677', text: 'no samples' }));
   return g;
@@ -387,7 +397,7 @@ function memorySection() {
     var pts = seriesPoints(f.retained_series);
     var extra = findingExtra(f);
     if (!pts.length && extra) cacheSeries(extra).forEach(function (c) { if (c.isBytes && !pts.length) pts = c.points; });
-    series.push({ name: '#' + (i + 1) + ' ' + frameLabel(keyFrame(f.frames)), color: COLORS[i], width: 1.5, points: pts });
+    series.push({ name: '#' + (i + 1) + ' ' + shorten(frameLabel(keyFrame(f.frames)), 48), color: COLORS[i], width: 1.5, points: pts });
   });
   box.appendChild(lineChart(series, { height: 280, label: 'memory over time', tmax: num(data.duration_s) }));
   box.appendChild(el('div', { 'class': 'caption',
@@ -466,7 +476,7 @@ function cacheBlock(cache, heading) {
 function findingCard(f, i) {
   var card = el('div', { 'class': 'card', id: 'finding-' + (i + 1) });
   var kf = keyFrame(f.frames);
-  card.appendChild(el('h3', null, ['#' + (i + 1) + ' ', el('span', { 'class': 'mono', text: frameLabel(kf) }),
+  card.appendChild(el('h3', null, ['#' + (i + 1) + ' ', el('span', { 'class': 'mono', title: frameLabel(kf), text: shorten(frameLabel(kf), 140) }),
     el('span', { 'class': 'tag cls-unbounded', text: f.kind === 'cache_growth' ? 'growing cache' : f.kind === 'duplicate_types' ? 'classes keep being created' : 'unbounded growth' })]));
   var where = kf ? [kf.file ? kf.file + (kf.line ? ':' + kf.line : '') : '', kf.module ? '[' + kf.module + ']' : ''].join('  ') : '';
   card.appendChild(el('div', { 'class': 'where mono', text: where }));
@@ -568,7 +578,7 @@ function groupsSection() {
               (cls === 'bounded' && g.plateau_at_s ? ' (plateau at ' + seconds(g.plateau_at_s) + ')' : '');
     table.appendChild(el('tr', null, [
       el('td', null, el('span', { 'class': 'tag cls-' + cls, text: cls })),
-      el('td', { 'class': 'mono' }, [el('span', { 'class': 'fn', text: frameLabel(kf) }), el('br'),
+      el('td', { 'class': 'mono' }, [el('span', { 'class': 'fn', title: frameLabel(kf), text: shorten(frameLabel(kf), 90) }), el('br'),
                                      el('span', { 'class': 'muted', text: frameWhere(kf) + (kf && kf.module ? '  [' + kf.module + ']' : '') })]),
       el('td', null, sparkline(g.retained_series)),
       el('td', { text: bytes(g.retained_bytes) + ' / ' + bytes(g.peak_bytes) }),

@@ -81,11 +81,17 @@ std::string group_label(const GroupReport& g) {
                                                        "aligned_alloc", "memalign", "valloc", "pvalloc", "PyMem_",
                                                        "PyObject_Malloc", "_PyObject_", "std::allocator",
                                                        "std::__new_allocator", "__gnu_cxx::new_allocator"};
-    for (const Frame& f : g.frames) {
-        bool allocator = false;
-        for (std::string_view a : kAllocators) allocator = allocator || std::string_view(f.function).starts_with(a);
-        if (allocator) continue;
-        return f.file.empty() ? f.function : fmt::format("{} ({}:{})", f.function, path_basename(f.file), f.line);
+    // First pass: skip the allocator and library internals (std::, /usr/include); second: the allocator only.
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const Frame& f : g.frames) {
+            const std::string_view fn(f.function);
+            bool skip = false;
+            for (std::string_view a : kAllocators) skip = skip || fn.starts_with(a);
+            if (pass == 0) skip = skip || fn.starts_with("std::") || fn.starts_with("__gnu_cxx::") || f.file.starts_with("/usr/include/");
+            if (skip) continue;
+            std::string name = f.function.size() > 80 ? f.function.substr(0, 77) + "..." : f.function;
+            return f.file.empty() ? name : fmt::format("{} ({}:{})", name, path_basename(f.file), f.line);
+        }
     }
     return g.frames.empty() ? std::string("(no stack)") : g.frames.front().function;
 }

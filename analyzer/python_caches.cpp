@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "analyzer/growth_classifier.h"
+
 namespace growtrace {
 namespace {
 
@@ -201,19 +203,23 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         GrowthShape shape = quarters(steps, static_cast<double>(f.entries_first), begin, std::max(end_s, last));
         f.growth_entries_per_s = shape.growth / span;
         f.growth_bytes_per_s = static_cast<double>(f.retained_bytes) / span;
-        bool full = f.maxsize >= 0 && f.entries_last >= static_cast<uint64_t>(f.maxsize);
         bool late = last >= begin + span / 2;
-        if (full) {
-            f.reason = "full at its maxsize of " + std::to_string(f.maxsize) + " entries: it evicts, it does not grow";
+        if (f.maxsize >= 0) {
+            // An LRU with a maxsize evicts: its entry count, and so its memory, has a bound
+            // however many keys it is fed, even when the run ends before it fills.
+            f.reason = "bounded by its maxsize of " + std::to_string(f.maxsize) + " entries (" +
+                       std::to_string(f.entries_last) + " at the end)";
         } else if (shape.growth < static_cast<double>(kMinCacheGrowthEntries)) {
             f.reason = "grew by " + std::to_string(static_cast<int64_t>(shape.growth)) + " entries only";
+        } else if (static_cast<double>(f.retained_bytes) < kMinSignificantBytes) {
+            f.reason = "holds only " + std::to_string(f.retained_bytes) + " bytes";
         } else if (shape.growing_quarters < kMinGrowingQuarters || !late) {
             f.reason = "filled early and then stopped growing (growth in " + std::to_string(shape.growing_quarters) +
                        " of 4 quarters of the run)";
         } else {
             f.unbounded = true;
             f.reason = "entries keep rising through the run (growth in " + std::to_string(shape.growing_quarters) +
-                       " of 4 quarters), maxsize " + (f.maxsize < 0 ? std::string("unbounded") : std::to_string(f.maxsize));
+                       " of 4 quarters), maxsize unbounded";
             f.confidence = std::min(1.0, 0.25 * shape.growing_quarters) *
                            std::min(1.0, shape.growth / (4.0 * kMinCacheGrowthEntries));
         }

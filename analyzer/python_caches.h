@@ -4,9 +4,9 @@
 // The tracker follows the agent's records alongside the allocation events: every allocation a
 // thread makes between the start and the end of a cache miss is memory computed for that
 // entry (innermost open miss wins), so what survives of it is what the cache holds. A cache is
-// a finding when its entry count keeps rising over the run (not only while it first fills);
-// one that reaches its maxsize, or stops growing once its keys are all in, is not, however
-// much memory it holds. docs/growth-classifier.md explains the rules.
+// a finding when it has no maxsize and its entry count keeps rising over the run (not only
+// while it first fills) and it holds a significant amount; one with a maxsize, or that stops
+// growing once its keys are all in, is not, however much memory it holds. docs/growth-classifier.md explains the rules.
 #pragma once
 
 #include <cstdint>

@@ -20,6 +20,8 @@ namespace {
 
 // Frames beyond this are elided: the insertion point is near the leaf, main() is not news.
 constexpr size_t kMaxPrintedFrames = 16;
+// A growing cache drags many stacks along with it; the largest few say enough in text.
+constexpr size_t kMaxPrintedStackFindings = 5;
 
 void write_frames(const std::vector<Frame>& frames, std::ostream& out) {
     for (size_t i = 0; i < frames.size() && i < kMaxPrintedFrames; ++i) {
@@ -105,6 +107,11 @@ void write_text_report(const AnalysisResult& r, std::ostream& out) {
     for (const auto& c : r.cache_findings) write_cache_finding(++number, c, out);
     for (const auto& t : r.type_findings) write_type_finding(++number, t, out);
     for (size_t i = 0; i < r.findings.size(); ++i) {
+        if (i == kMaxPrintedStackFindings) {
+            out << fmt::format("\n... and {} more growing stacks (growtrace analyze --json lists them all)\n",
+                               r.findings.size() - i);
+            break;
+        }
         const GroupReport& g = r.findings[i];
         out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {} live allocations, confidence {:.2f}\n",
                            ++number, human_bytes(g.retained_bytes), human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s,

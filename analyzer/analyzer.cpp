@@ -35,13 +35,13 @@ int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostre
     }
     if (!options.write_report) {
     } else if (options.json) {
-        out << report_json(result).dump(2) << '\n';
+        out << report_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else {
         write_text_report(result, out);
     }
     if (!options.json_output_path.empty()) {
         std::ofstream file(options.json_output_path, std::ios::binary | std::ios::trunc);
-        file << report_json(result).dump(2) << '\n';
+        file << report_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
         if (!file) return fail(err, fmt::format("cannot write {}: {}", options.json_output_path, std::strerror(errno)));
     }
     if (!options.html_output_path.empty()) {

@@ -13,13 +13,16 @@ void add_counts(WindowBin& to, const WindowBin& from) {
     to.deaths += from.deaths;
 }
 
+// w >> extra, defined for any extra: a corrupt or huge tick jump can ask for 32 or more.
+uint32_t wider_window(uint32_t w, unsigned extra) { return extra >= 32 ? 0 : w >> extra; }
+
 // Re-indexes sparse sorted bins for windows 2^extra times wider, merging neighbours.
 template <typename Bin, typename Merge>
 void rebin_sparse(std::vector<Bin>& bins, unsigned extra, Merge merge) {
     size_t out = 0;
     for (size_t i = 0; i < bins.size(); ++i) {
         Bin b = bins[i];
-        b.window >>= extra;
+        b.window = wider_window(b.window, extra);
         if (out > 0 && bins[out - 1].window == b.window) merge(bins[out - 1], b);
         else bins[out++] = b;
     }
@@ -40,7 +43,7 @@ void rebin_survivors(std::vector<SurvivorBin>& bins, unsigned extra) {
 void rebin_dense(std::vector<WindowBin>& dense, unsigned extra) {
     std::vector<WindowBin> out;
     for (const WindowBin& b : dense) {
-        const uint32_t w = b.window >> extra;
+        const uint32_t w = wider_window(b.window, extra);
         if (out.size() <= w) {
             out.resize(w + 1);
             out[w].window = w;
@@ -76,7 +79,7 @@ void RetentionResult::coarsen(unsigned extra) {
         rebin_survivors(s.survivors, extra);
     }
     rebin_dense(heap, extra);
-    num_windows = num_windows == 0 ? 0 : ((num_windows - 1) >> extra) + 1;
+    num_windows = num_windows == 0 ? 0 : wider_window(num_windows - 1, extra) + 1;
     heap.resize(num_windows);
     for (uint32_t w = 0; w < num_windows; ++w) heap[w].window = w;
 }

@@ -155,15 +155,23 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
     PythonFindings out;
     // Which class objects (by address) were alive at the end: the latest class created at an
     // address, if its allocation was not freed.
+    // The class at an address when a key held it: the latest one created before; failing
+    // that the first reported after, since a garbage-collector scan (the static build's
+    // source) reports a class at the next collection, after it may already be in a key.
     auto class_at = [&](uint64_t address, uint64_t ticks) -> const ClassRecord* {
         auto it = types_by_address_.find(address);
         if (it == types_by_address_.end()) return nullptr;
-        const ClassRecord* best = nullptr;
+        const ClassRecord* before = nullptr;
+        const ClassRecord* after = nullptr;
         for (size_t i : it->second) {
             const ClassRecord& c = types_[i];
-            if (c.info.ticks <= ticks && (!best || c.info.ticks > best->info.ticks)) best = &c;
+            if (c.info.ticks <= ticks) {
+                if (!before || c.info.ticks > before->info.ticks) before = &c;
+            } else if (!after || c.info.ticks < after->info.ticks) {
+                after = &c;
+            }
         }
-        return best;
+        return before ? before : after;
     };
 
     for (auto& [id, c] : caches_) {

@@ -1,0 +1,158 @@
+// CPython end to end (issue #3): Python programs traced with `growtrace run`, their JSON
+// analysis checked. The openai #2672 reproduction runs against its local mock server in the
+// project's venv (tools/setup_python.sh); the stdlib programs run on the shared-library Python
+// of the venv and on Debian's statically linked /usr/bin/python3.11.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "e2e_support.h"
+
+namespace growtrace::e2e {
+namespace {
+
+using nlohmann::json;
+
+const std::string kSource = GT_SOURCE_DIR;
+const std::string kVenvPython = kSource + "/.venv/bin/python";  // shared libpython 3.11
+const std::string kStaticPython = "/usr/bin/python3.11";       // Debian's, libpython linked in
+const std::string kPrograms = kSource + "/test_programs/python/";
+
+// 1-based line of "# mark: NAME" in a Python test program.
+int python_mark(const std::string& file, const std::string& name) {
+    std::ifstream in(kPrograms + file);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+        if (line.find("# mark: " + name) != std::string::npos) return n;
+    ADD_FAILURE() << "no '# mark: " << name << "' in " << file;
+    return -1;
+}
+
+std::vector<json> findings_of_kind(const json& report, const std::string& kind) {
+    std::vector<json> out;
+    for (const json& f : report["findings"])
+        if (f["kind"] == kind) out.push_back(f);
+    return out;
+}
+
+bool has_frame(const json& frames, const std::string& function, const std::string& file_suffix, int line = -1) {
+    for (const json& f : frames) {
+        std::string file = f["file"];
+        if (f["function"] == function && file.ends_with(file_suffix) && (line < 0 || f["line"] == line)) return true;
+    }
+    return false;
+}
+
+json trace_python(const ScratchDir& dir, const std::string& python, std::vector<std::string> args) {
+    EXPECT_EQ(access(python.c_str(), X_OK), 0) << python << " is missing: run tools/setup.sh";
+    std::string trace = dir / "py.gtrace";
+    args.insert(args.begin(), python);
+    trace_program(dir, trace, args);
+    return analyze_json(dir, trace);
+}
+
+TEST(Python, OpenAIThreadsModeIsAGrowingCacheKeyedOnGeneratedClasses) {
+    ScratchDir dir;
+    json report = trace_python(dir, kVenvPython,
+                               {kPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests", "24"});
+    auto caches = findings_of_kind(report, "cache_growth");
+    ASSERT_EQ(caches.size(), 1u) << report["findings"].dump().substr(0, 2000);
+    const json& cache = caches[0]["cache"];
+    EXPECT_EQ(report["findings"][0]["kind"], "cache_growth") << "the cache finding leads the report";
+    EXPECT_EQ(cache["name"], "openai._models._CachedTypeAdapter");
+    EXPECT_NE(cache["location"].get<std::string>().find("openai/_models.py:"), std::string::npos) << cache["location"];
+    EXPECT_TRUE(cache["maxsize"].is_null());
+    EXPECT_GE(cache["entries_last"].get<int>() - cache["entries_first"].get<int>(), 40);  // 2 per request
+    EXPECT_GT(cache["retained_bytes"].get<uint64_t>(), 1'000'000u);
+    EXPECT_TRUE(has_frame(cache["inserted_from"], "_validate_non_model_type", "openai/_models.py"))
+        << cache["inserted_from"].dump();
+    bool generated = false;
+    for (const json& k : cache["key_types"]) {
+        if (k["name"] == "openai.types.responses.parsed_response.ParsedResponseOutputMessage[Fact]") {
+            generated = true;
+            EXPECT_GE(k["distinct_classes"].get<int>(), 20) << k.dump();
+            EXPECT_GE(k["live_classes"].get<int>(), 20) << k.dump();
+        }
+    }
+    EXPECT_TRUE(generated) << cache["key_types"].dump();
+}
+
+TEST(Python, OpenAISingleThreadHasNoFinding) {
+    ScratchDir dir;
+    json report = trace_python(dir, kVenvPython,
+                               {kPrograms + "openai_repro/repro.py", "--mode", "single", "--requests", "30"});
+    EXPECT_TRUE(report["findings"].empty()) << report["findings"].dump().substr(0, 2000);
+    bool seen = false;
+    for (const json& c : report["caches"]) seen |= c["name"] == "openai._models._CachedTypeAdapter";
+    EXPECT_TRUE(seen) << "the cache is followed, and judged not to grow";
+}
+
+TEST(Python, StdlibCopyOfTheOpenAIPatternOnTheStaticPython) {
+    ScratchDir dir;
+    json report = trace_python(dir, kStaticPython, {kPrograms + "lru_growth.py", "--requests", "150"});
+    auto caches = findings_of_kind(report, "cache_growth");
+    ASSERT_EQ(caches.size(), 1u) << report["findings"].dump().substr(0, 2000);
+    const json& cache = caches[0]["cache"];
+    EXPECT_EQ(cache["name"], "__main__.adapter_for");
+    EXPECT_EQ(cache["location"], kPrograms + "lru_growth.py:" + std::to_string(python_mark("lru_growth.py", "cache_created")));
+    EXPECT_EQ(cache["entries_last"].get<int>() - cache["entries_first"].get<int>(), 300);
+    EXPECT_TRUE(has_frame(cache["inserted_from"], "handle_request", "lru_growth.py")) << cache["inserted_from"].dump();
+    bool generated = false;
+    for (const json& k : cache["key_types"]) {
+        if (k["name"] == "__main__.ParsedMessage[Fact]") {
+            generated = true;
+            EXPECT_EQ(k["distinct_classes"], 150) << k.dump();
+        }
+    }
+    EXPECT_TRUE(generated) << cache["key_types"].dump();
+    EXPECT_FALSE(findings_of_kind(report, "duplicate_types").empty());
+}
+
+TEST(Python, BoundedLruFedEndlessKeysIsNotAFinding) {
+    ScratchDir dir;
+    json report = trace_python(dir, kVenvPython, {kPrograms + "bounded_lru.py"});
+    EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty()) << report["findings"].dump().substr(0, 2000);
+    bool seen = false;
+    for (const json& c : report["caches"])
+        if (c["name"] == "__main__.render") {
+            seen = true;
+            EXPECT_EQ(c["maxsize"], 64);
+            EXPECT_GT(c["insertions"].get<int>(), 1000);
+        }
+    EXPECT_TRUE(seen) << report["caches"].dump().substr(0, 2000);
+}
+
+TEST(Python, UnboundedCacheOverFiniteKeysIsNotAFinding) {
+    ScratchDir dir;
+    json report = trace_python(dir, kStaticPython, {kPrograms + "finite_keys_cache.py"});
+    EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty()) << report["findings"].dump().substr(0, 2000);
+}
+
+TEST(Python, StdlibCachesAtTheirLimitsAreNotFindings) {
+    ScratchDir dir;
+    json report = trace_python(dir, kVenvPython, {kPrograms + "re_typing_caches.py"});
+    EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty()) << report["findings"].dump().substr(0, 2000);
+}
+
+TEST(Python, GrowingDictIsUnboundedGrowthWithItsPythonFrames) {
+    ScratchDir dir;
+    json report = trace_python(dir, kVenvPython, {kPrograms + "growing_dict.py"});
+    EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty());
+    bool found = false;
+    for (const json& f : findings_of_kind(report, "unbounded_growth"))
+        found |= has_frame(f["frames"], "remember", "growing_dict.py", python_mark("growing_dict.py", "dict_store")) ||
+                 has_frame(f["frames"], "main", "growing_dict.py", python_mark("growing_dict.py", "remember_call"));
+    EXPECT_TRUE(found) << report["findings"].dump().substr(0, 3000);
+}
+
+TEST(Python, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
+    ScratchDir dir;
+    json report = trace_python(dir, kStaticPython, {kPrograms + "types_churn.py"});
+    EXPECT_TRUE(findings_of_kind(report, "duplicate_types").empty()) << report["findings"].dump().substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace growtrace::e2e

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Builds growtrace, traces a program with an unbounded memo table, and shows the report.
+# The demo: the real openai-python #2672 leak (responses.parse with text_format from a new
+# thread per request; openai and pydantic pinned, a local mock server, no network, no API
+# key) traced with growtrace and analysed. Sets up and builds first (tools/setup.sh).
 #
-# Usage: tools/demo.sh
+# Usage: tools/demo.sh [REQUESTS]     (default 30; about a minute on 2 cores)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GROWTRACE_BUILD_DIR:-$repo/build}"
+requests="${1:-30}"
 
 "$repo/tools/setup.sh"
 
 work="$(mktemp -d /tmp/growtrace-demo.XXXXXX)"
-trace="$work/memo_table.gtrace"
+trace="$work/openai.gtrace"
+program=("$repo/.venv/bin/python" "$repo/test_programs/python/openai_repro/repro.py" --mode threads --requests "$requests")
 echo
-echo "\$ growtrace run -o $trace -- memo_table 1000"
-"$build/bin/growtrace" run -o "$trace" -- "$build/bin/memo_table" 1000
+echo "\$ growtrace run -o $trace -- python repro.py --mode threads --requests $requests"
+"$build/bin/growtrace" run -o "$trace" -- "${program[@]}"
 echo
-echo "\$ growtrace analyze $trace"
+echo "\$ growtrace analyze $trace --html $work/report.html"
 status=0
-"$build/bin/growtrace" analyze "$trace" || status=$?
+"$build/bin/growtrace" analyze "$trace" --html "$work/report.html" || status=$?
 echo
-echo "(trace kept in $work)"
+echo "(trace and HTML report kept in $work)"
 exit $status

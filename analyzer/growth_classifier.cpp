@@ -1,5 +1,7 @@
 #include "analyzer/growth_classifier.h"
 
+#include "analyzer/units.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -33,16 +35,6 @@ double theil_sen_slope(const std::vector<double>& y) {
 }
 
 namespace {
-
-std::string human_bytes(double b) {
-    const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-    int u = 0;
-    while (std::fabs(b) >= 1000 && u < 4) {
-        b /= 1000;
-        ++u;
-    }
-    return u == 0 ? fmt::format("{:.0f} {}", b, units[u]) : fmt::format("{:.1f} {}", b, units[u]);
-}
 
 // Number of times the level fell to kSawtoothDropFraction of a preceding peak that was itself
 // at least half the overall peak.

@@ -6,12 +6,10 @@
 #include <string>
 
 #include "analyzer/analysis.h"
+#include "analyzer/units.h"
 
 namespace growtrace {
 
 void write_text_report(const AnalysisResult& result, std::ostream& out);
-
-// "1.9 MB", "512 B" (decimal units, as users compare with RSS in top).
-std::string human_bytes(double bytes);
 
 }  // namespace growtrace

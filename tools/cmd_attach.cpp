@@ -31,6 +31,7 @@
 #include <variant>
 
 #include "common.h"
+#include "paths.h"
 #include "elf_check.h"
 #include "launcher.h"
 
@@ -233,26 +234,6 @@ std::string c_string_literal(const std::string& s) {
     return out + "\"";
 }
 
-std::string current_directory() {
-    std::error_code ec;
-    fs::path cwd = fs::current_path(ec);
-    return ec ? std::string(".") : cwd.string();
-}
-
-std::string make_absolute(const std::string& path) {
-    if (!path.empty() && path[0] == '/') return path;
-    return current_directory() + "/" + path;
-}
-
-// $GROWTRACE_PRELOAD, else <dir of this executable>/../lib/libgrowtrace.so.
-std::string library_path() {
-    if (const char* env = getenv("GROWTRACE_PRELOAD"); env != nullptr && *env != '\0') return make_absolute(env);
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return "libgrowtrace.so";
-    return (self.parent_path().parent_path() / "lib" / "libgrowtrace.so").string();
-}
-
 // The trace files the process has open (there is one while it is attached).
 std::vector<std::string> open_traces(int pid) {
     std::vector<std::string> traces;
@@ -353,7 +334,7 @@ void on_stop_signal(int signo) { g_stop_signal = signo; }
 
 int run_attach(const AttachOptions& o) {
     if (auto problem = check_target(o.pid, true)) return error(*problem);
-    std::string library = library_path();
+    std::string library = preload_library_path();
     if (access(library.c_str(), R_OK) != 0) return error(fmt::format("tracer library not found: {}", library));
     std::string output = o.output.empty() ? default_output(o.pid) : make_absolute(o.output);
     if (auto problem = prepare_output(output)) return error(*problem);

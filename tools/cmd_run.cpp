@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "common.h"
+#include "paths.h"
 #include "elf_check.h"
 #include "launcher.h"
 #include "run_command.h"
@@ -30,28 +31,6 @@ namespace growtrace::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string current_directory() {
-    std::error_code ec;
-    fs::path cwd = fs::current_path(ec);
-    return ec ? std::string(".") : cwd.string();
-}
-
-std::string make_absolute(const std::string& path) {
-    if (!path.empty() && path[0] == '/') return path;
-    return current_directory() + "/" + path;
-}
-
-// $GROWTRACE_PRELOAD, else <dir of this executable>/../lib/libgrowtrace.so.
-std::string preload_library_path() {
-    if (const char* env = getenv("GROWTRACE_PRELOAD"); env != nullptr && *env != '\0') {
-        return make_absolute(env);
-    }
-    std::error_code ec;
-    fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return "libgrowtrace.so";
-    return (self.parent_path().parent_path() / "lib" / "libgrowtrace.so").string();
-}
 
 // Makes room for the trace at `path`: checks that it can be created and leaves no file there
 // (the tracer creates it with O_EXCL, and would otherwise pick another name). An existing

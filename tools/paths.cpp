@@ -1,0 +1,29 @@
+#include "paths.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace growtrace::cli {
+
+namespace fs = std::filesystem;
+
+std::string current_directory() {
+    std::error_code ec;
+    fs::path cwd = fs::current_path(ec);
+    return ec ? std::string(".") : cwd.string();
+}
+
+std::string make_absolute(const std::string& path) {
+    if (!path.empty() && path[0] == '/') return path;
+    return current_directory() + "/" + path;
+}
+
+std::string preload_library_path() {
+    if (const char* env = getenv("GROWTRACE_PRELOAD"); env != nullptr && *env != '\0') return make_absolute(env);
+    std::error_code ec;
+    fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return "libgrowtrace.so";
+    return (self.parent_path().parent_path() / "lib" / "libgrowtrace.so").string();
+}
+
+}  // namespace growtrace::cli

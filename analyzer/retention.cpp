@@ -40,14 +40,20 @@ void rebin_survivors(std::vector<SurvivorBin>& bins, unsigned extra) {
     });
 }
 
+// Makes dense[w] exist; every bin of a dense vector carries its own index, which rebinning
+// reads (a default bin would claim window 0).
+void grow_dense(std::vector<WindowBin>& dense, uint32_t w) {
+    if (dense.size() > w) return;
+    size_t old = dense.size();
+    dense.resize(size_t{w} + 1);
+    for (size_t i = old; i < dense.size(); ++i) dense[i].window = static_cast<uint32_t>(i);
+}
+
 void rebin_dense(std::vector<WindowBin>& dense, unsigned extra) {
     std::vector<WindowBin> out;
     for (const WindowBin& b : dense) {
         const uint32_t w = wider_window(b.window, extra);
-        if (out.size() <= w) {
-            out.resize(w + 1);
-            out[w].window = w;
-        }
+        grow_dense(out, w);
         add_counts(out[w], b);
     }
     dense = std::move(out);
@@ -117,7 +123,7 @@ void RetentionModel::add_birth(uint32_t stack, uint64_t ticks, uint64_t size) {
     d.births_bytes = size;
     d.births = 1;
     add_to_bins(stacks_[stack].bins, d);
-    if (heap_.size() <= d.window) heap_.resize(d.window + 1);
+    grow_dense(heap_, d.window);
     add_counts(heap_[d.window], d);
     stacks_[stack].allocations += 1;
     stacks_[stack].allocated_bytes += size;
@@ -129,7 +135,7 @@ void RetentionModel::add_death(uint32_t stack, uint64_t ticks, uint64_t size) {
     d.deaths_bytes = size;
     d.deaths = 1;
     add_to_bins(stacks_[stack].bins, d);
-    if (heap_.size() <= d.window) heap_.resize(d.window + 1);
+    grow_dense(heap_, d.window);
     add_counts(heap_[d.window], d);
 }
 

@@ -186,3 +186,30 @@ TEST(AnalyzerRetention, WindowsStayBoundedAndCountsSurvive) {
 
 }  // namespace
 }  // namespace growtrace
+
+namespace growtrace {
+namespace {
+
+// The whole-heap curve must follow the events across window widenings: a bin added while the
+// dense vector grew once claimed window 0, piling early growth into the first window.
+TEST(AnalyzerRetention, HeapCurveFollowsSteadyGrowthAcrossWindowWidening) {
+    RetentionModel m;
+    constexpr uint64_t kEvents = 4000;
+    for (uint64_t i = 0; i < kEvents; ++i) m.on_alloc_compact(AllocCompactEvent{1, i * 1000, 100, 1, i + 1});
+    RetentionResult r = m.finish();
+    ASSERT_GT(r.num_windows, 8u);
+    int64_t level = 0, previous = -1;
+    for (uint32_t w = 0; w < r.num_windows; ++w) {
+        EXPECT_EQ(r.heap[w].window, w);
+        level += static_cast<int64_t>(r.heap[w].births_bytes) - static_cast<int64_t>(r.heap[w].deaths_bytes);
+        if (w + 1 < r.num_windows) EXPECT_LT(level, 100 * static_cast<int64_t>(kEvents)) << "window " << w;
+        EXPECT_GE(level, previous);
+        previous = level;
+    }
+    EXPECT_EQ(level, 100 * static_cast<int64_t>(kEvents));
+    // Growth is spread: the first window holds a small share, not nearly everything.
+    EXPECT_LT(r.heap[0].births_bytes, 100 * kEvents / 4);
+}
+
+}  // namespace
+}  // namespace growtrace

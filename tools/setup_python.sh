@@ -49,9 +49,14 @@ find_base_python() {
     for c in python3.11 python3; do
         command -v "$c" >/dev/null 2>&1 && candidates+=("$(command -v "$c")")
     done
+    # The image's own pyenv, when HOME or PYENV_ROOT point elsewhere.
+    for c in /root/.pyenv/versions/3.11.*/bin/python3.11; do
+        [[ -x "$c" ]] && candidates+=("$c")
+    done
     for c in "${candidates[@]}"; do
         if qualifies "$c"; then return 0; fi
     done
+    log "candidates tried: ${candidates[*]:-none}"
     return 1
 }
 

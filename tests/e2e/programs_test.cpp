@@ -186,12 +186,14 @@ TEST(Programs, EveryHookedFunctionIsAccounted) {
         EXPECT_EQ(site->live_count, 1u);
         EXPECT_EQ(site->allocations, 1u);
     }
-    // realloc and reallocarray freed their 70000-byte seeds: apart from the kept blocks, the
-    // heap left at the end is only the C library's own few buffers.
+    // realloc and reallocarray freed their 70000-byte seeds: nothing allocated there is left.
+    // (The rest of the heap at the end is the runtime's own: libstdc++'s 71 KiB exception
+    // pool, stdio buffers, which may or may not be traced depending on initialisation order.)
+    EXPECT_EQ(report.live_bytes_in("realloc_seed"), 0u) << report.summary();
+    EXPECT_EQ(report.live_bytes_in("reallocarray_seed"), 0u) << report.summary();
     uint64_t kept_total = 0;
     for (const auto& [function, bytes] : kept) kept_total += bytes;
     EXPECT_GE(report.total("retained_bytes"), kept_total);
-    EXPECT_LT(report.total("retained_bytes") - kept_total, 70000u) << report.summary();
     // churn_all's 17 frees and the two seeds' frees were all seen.
     EXPECT_GE(report.total("frees"), 19u);
 }

@@ -5,6 +5,8 @@
 // recording into it after it is closed except those already under way.
 #include "preload/attach.h"
 
+#include "preload/tracer_thread.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -83,17 +85,8 @@ void* rescan_main(void* arg) {
 }
 
 void start_rescan_thread() {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t thread;
     uintptr_t generation = g_generation.load();
-    int rc = pthread_create(&thread, &attr, rescan_main, reinterpret_cast<void*>(generation));
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    int rc = start_tracer_thread(rescan_main, reinterpret_cast<void*>(generation));
     if (rc != 0) log_line("attach: no thread to patch libraries loaded later: %s", strerror(rc));
 }
 

@@ -20,6 +20,7 @@
 #include "preload/recursion_guard.h"
 #include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
+#include "preload/tracer_thread.h"
 
 namespace growtrace::preload {
 namespace {
@@ -182,17 +183,7 @@ void* writer_main(void*) {
 
 bool spawn_thread() {
     g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    // The program's signals must never land on our thread.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t thread;
-    int rc = pthread_create(&thread, &attr, writer_main, nullptr);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    int rc = start_tracer_thread(writer_main, nullptr);
     if (rc != 0) log_line("cannot start the writer thread: %s; tracing disabled", strerror(rc));
     return rc == 0;
 }

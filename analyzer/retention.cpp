@@ -260,15 +260,19 @@ void RetentionModel::maybe_sweep() {
     }
 }
 
-void RetentionModel::on_alloc(const AllocEvent& e) {
+RetentionModel::Slot RetentionModel::birth(uint64_t stack_id, uint64_t ticks, uint64_t size) {
     ++totals_.allocations;
-    max_ticks_ = std::max(max_ticks_, e.ticks);
-    const uint32_t s = stack_index(e.stack_id);
-    add_birth(s, e.ticks, e.size);
+    max_ticks_ = std::max(max_ticks_, ticks);
     Slot alloc;
-    alloc.ticks = e.ticks;
-    alloc.size = e.size;
-    alloc.stack = s;
+    alloc.ticks = ticks;
+    alloc.size = size;
+    alloc.stack = stack_index(stack_id);
+    add_birth(alloc.stack, ticks, size);
+    return alloc;
+}
+
+void RetentionModel::on_alloc(const AllocEvent& e) {
+    const Slot alloc = birth(e.stack_id, e.ticks, e.size);
     Slots& slots = addresses_[e.addr];
     if (slots.empty()) {
         slots.push_back(alloc);
@@ -291,15 +295,7 @@ void RetentionModel::on_free(const FreeEvent& e) {
 }
 
 void RetentionModel::on_alloc_compact(const AllocCompactEvent& e) {
-    ++totals_.allocations;
-    max_ticks_ = std::max(max_ticks_, e.ticks);
-    const uint32_t s = stack_index(e.stack_id);
-    add_birth(s, e.ticks, e.size);
-    Slot alloc;
-    alloc.ticks = e.ticks;
-    alloc.size = e.size;
-    alloc.stack = s;
-    compact_live_[e.seq] = alloc;
+    compact_live_[e.seq] = birth(e.stack_id, e.ticks, e.size);
 }
 
 void RetentionModel::on_free_compact(const FreeCompactEvent& e) {

@@ -111,6 +111,8 @@ private:
     };
     using Slots = std::vector<Slot>;
 
+    // Counts a new allocation and returns its live slot (kept by address or by sequence).
+    Slot birth(uint64_t stack_id, uint64_t ticks, uint64_t size);
     uint32_t window_of(uint64_t ticks);
     uint32_t stack_index(uint64_t stack_id);
     void add_birth(uint32_t stack, uint64_t ticks, uint64_t size);

@@ -98,7 +98,14 @@ public:
     void on_cache_create(const CacheCreateRecord& r) override { python.on_cache_create(r); }
     void on_cache_insert(const CacheInsertRecord& r) override { python.on_cache_insert(r); }
     void on_cache_size(const CacheSizeRecord& r) override { python.on_cache_size(r); }
-    void on_type_create(const TypeCreateRecord& r) override { python.on_type_create(r); }
+    // A class reported by the agent's gc scan comes without a stack: the allocation holding
+    // it has the one that created it.
+    void on_type_create(const TypeCreateRecord& r) override {
+        if (r.stack_id || !r.allocation_seq) return python.on_type_create(r);
+        TypeCreateRecord with_stack = r;
+        with_stack.stack_id = model_.live_stack_id(r.allocation_seq);
+        python.on_type_create(with_stack);
+    }
     void on_time_mark(const TimeMarkRecord& r) override {
         clock.add(r.ticks, r.monotonic_ns);
         rss.emplace_back(r.ticks, r.rss_bytes);

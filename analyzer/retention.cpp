@@ -298,6 +298,11 @@ void RetentionModel::on_alloc_compact(const AllocCompactEvent& e) {
     compact_live_[e.seq] = birth(e.stack_id, e.ticks, e.size);
 }
 
+uint64_t RetentionModel::live_stack_id(uint64_t seq) const {
+    auto it = compact_live_.find(seq);
+    return it == compact_live_.end() ? 0 : stacks_[it->second.stack].stack_id;
+}
+
 void RetentionModel::on_free_compact(const FreeCompactEvent& e) {
     ++totals_.frees;
     max_ticks_ = std::max(max_ticks_, e.ticks);

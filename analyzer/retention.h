@@ -89,6 +89,9 @@ public:
     void on_alloc_compact(const AllocCompactEvent& e);
     void on_free_compact(const FreeCompactEvent& e);
 
+    // The stack of a live version-2 allocation, by sequence number (0 if none is live).
+    uint64_t live_stack_id(uint64_t seq) const;
+
     // Resolves what is still open (pending frees, live allocations) and returns the result.
     // The model is empty afterwards.
     RetentionResult finish();

@@ -8,6 +8,7 @@
 #include "preload/tracer_thread.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -20,6 +21,7 @@
 #include "preload/got_patcher.h"
 #include "preload/hook_list.h"
 #include "preload/log.h"
+#include "preload/python/attached_agent.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
 
@@ -57,11 +59,55 @@ bool find_own_hooks() {
     return true;
 }
 
+// Loaded objects in load order (the order of the global lookup scope): base address and
+// path ("" for the executable).
+constexpr int kMaxObjects = 512;
+struct LoadedObject {
+    ElfW(Addr) start;  // where its first segment is mapped: what dladdr calls dli_fbase
+    const char* path;
+};
+
+int list_object(dl_phdr_info* info, size_t, void* data) {
+    auto* list = static_cast<std::pair<LoadedObject*, int>*>(data);
+    ElfW(Addr) start = info->dlpi_addr;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
+        start = (info->dlpi_addr + info->dlpi_phdr[i].p_vaddr) & ~static_cast<ElfW(Addr)>(getpagesize() - 1);
+        break;
+    }
+    if (list->second < kMaxObjects) list->first[list->second++] = {start, info->dlpi_name};
+    return 0;
+}
+
+// The definition of `name` the program's calls reach: the first object in load order that
+// defines it. dlsym(RTLD_DEFAULT) is not that: when an executable built without -fPIE takes a
+// function's address, its PLT stub (an undefined symbol with a value, Debian's python3.11 has
+// one for malloc) becomes the canonical address.
+void* program_definition(const char* name, const LoadedObject* objects, int count) {
+    for (int i = 0; i < count; ++i) {
+        if (objects[i].start == g_self_base) continue;
+        void* handle = dlopen(i == 0 ? nullptr : objects[i].path, RTLD_LAZY | RTLD_NOLOAD);
+        if (!handle) continue;
+        void* found = dlsym(handle, name);
+        dlclose(handle);
+        Dl_info where;
+        void* entry = nullptr;
+        if (!found || !dladdr1(found, &where, &entry, RTLD_DL_SYMENT) || !entry) continue;
+        auto* symbol = static_cast<const ElfW(Sym)*>(entry);
+        if (reinterpret_cast<ElfW(Addr)>(where.dli_fbase) == objects[i].start && symbol->st_shndx != SHN_UNDEF)
+            return found;
+    }
+    return nullptr;
+}
+
 // The hooks forward to what dlsym(RTLD_NEXT) finds from this library, libc's functions. If the
 // program's own calls go elsewhere (jemalloc preloaded), redirecting them would mix heaps.
 bool forwards_to_program_allocator() {
+    LoadedObject objects[kMaxObjects];
+    std::pair<LoadedObject*, int> list{objects, 0};
+    dl_iterate_phdr(list_object, &list);
     for (int i = 0; i < kHookCount; ++i) {
-        void* program = dlsym(RTLD_DEFAULT, kHookNames[i]);
+        void* program = program_definition(kHookNames[i], objects, list.second);
         void* next = dlsym(RTLD_NEXT, kHookNames[i]);
         if (program && next && program != next) {
             log_line("attach: the program's %s is not libc's; not attaching", kHookNames[i]);
@@ -121,6 +167,7 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_start(con
             g_attached.store(true);
             g_generation.fetch_add(1);
             start_rescan_thread();
+            python::start_attached_agent();
         }
     }
     pthread_mutex_unlock(&g_attach_mutex);
@@ -134,8 +181,23 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void
     if (g_attached.exchange(false)) {
         g_generation.fetch_add(1);
         rc = got_restore_all();
-        recorder_stop();
+        // A Python agent is undone under the GIL, which this thread (interrupted anywhere by
+        // gdb) must not wait for: a thread of ours does it and then ends the trace.
+        if (python::attached_agent_started()) python::stop_attached_agent(recorder_stop);
+        else recorder_stop();
     }
+    pthread_mutex_unlock(&g_attach_mutex);
+    return rc;
+}
+
+// Called just before growtrace_attach_start: where the CPython agent is, for a process that
+// runs CPython 3.11 (1; the agent starts with the trace), or 0 when it does not; -1: the
+// agent's files are missing, -3: already attached.
+extern "C" __attribute__((visibility("default"))) int growtrace_attach_python(const char* startup_dir,
+                                                                            const char* extension_path) {
+    RecursionGuard guard;
+    pthread_mutex_lock(&g_attach_mutex);
+    int rc = g_attached.load() ? -3 : python::prepare_attached_agent(startup_dir, extension_path);
     pthread_mutex_unlock(&g_attach_mutex);
     return rc;
 }

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -43,6 +44,9 @@ namespace fs = std::filesystem;
 // gdb normally needs well under 10 s; a process stopped inside its allocator's lock could make
 // dlopen wait forever, which this bounds.
 constexpr int kGdbTimeoutSeconds = 60;
+// A CPython target finishes its trace when the tracer's thread gets the GIL: normally within
+// milliseconds (the interpreter hands it over every 5 ms).
+constexpr int kCloseTimeoutSeconds = 30;
 
 struct AttachOptions {
     int pid = 0;
@@ -262,22 +266,34 @@ std::string describe_start_failure(long rc, int pid) {
     }
 }
 
-// Loads the library and starts tracing. Returns the number of redirected call sites, or an error.
-std::variant<long, std::string> inject(int pid, const std::string& library, const std::string& output) {
+struct Started {
+    long sites = 0;  // redirected call sites, or an error code of growtrace_attach_start
+    long python = 0;  // growtrace_attach_python: 1 agent starts, 0 no CPython 3.11, < 0 error
+};
+
+// Loads the library and starts tracing, and the CPython agent where there is one.
+std::variant<Started, std::string> inject(int pid, const std::string& library, const std::string& output) {
     std::string start = fmt::format("call (int)growtrace_attach_start({})", c_string_literal(output));
+    std::string agent = python_agent_dir(library);
+    std::string python = agent.empty() ? std::string("call (int)0")
+                                       : fmt::format("call (int)growtrace_attach_python({}, {})",
+                                                     c_string_literal(agent + "/startup"),
+                                                     c_string_literal(python_agent_extension(agent)));
     // dlopen is in libc since glibc 2.34; older processes that do not link libdl only have
     // glibc's internal __libc_dlopen_mode (flags RTLD_NOW | __RTLD_DLOPEN).
     const std::string loaders[] = {fmt::format("call (void*)dlopen({}, 2)", c_string_literal(library)),
                                    fmt::format("call (void*)__libc_dlopen_mode({}, 0x80000002)", c_string_literal(library))};
     std::string complaint;
     for (const std::string& load : loaders) {
-        GdbResult r = run_gdb(pid, {load, start});
+        // The agent's paths go first: gdb allocates them in the process, which must not be
+        // traced yet.
+        GdbResult r = run_gdb(pid, {load, python, start});
         if (!r.started) return std::string("cannot run gdb");
         if (r.timed_out)
             return fmt::format("gdb did not finish within {} s (process {} may be stopped inside its allocator)",
                                kGdbTimeoutSeconds, pid);
-        if (r.values.size() >= 2) {
-            if (auto rc = int_value(r.values[1])) return *rc;
+        if (r.values.size() >= 3) {
+            if (auto rc = int_value(r.values[2])) return Started{*rc, int_value(r.values[1]).value_or(-9)};
         }
         if (r.values.size() == 1 && r.values[0].find("0x0") != std::string::npos && r.values[0].find("0x0") + 3 == r.values[0].size())
             complaint = fmt::format("the dynamic loader of process {} refused {}", pid, library);
@@ -306,6 +322,21 @@ std::variant<long, std::string> stop(int pid) {
     if (r.output.find("No symbol") != std::string::npos)
         return fmt::format("growtrace was never attached to process {} (its library is not loaded)", pid);
     return fmt::format("could not detach from process {}: {}", pid, gdb_complaint(r));
+}
+
+// A CPython target ends its trace from a thread of the tracer once that thread has the GIL
+// (the agent is undone first): wait for the file to be closed.
+bool wait_until_closed(int pid, const std::vector<std::string>& traces) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kCloseTimeoutSeconds);
+    for (;;) {
+        if (!process_exists(pid)) return true;
+        std::vector<std::string> open = open_traces(pid);
+        bool any = false;
+        for (const std::string& t : traces) any |= std::find(open.begin(), open.end(), t) != open.end();
+        if (!any) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
 }
 
 std::string default_output(int pid) {
@@ -348,13 +379,18 @@ int run_attach(const AttachOptions& o) {
     sigaction(SIGHUP, &sa, nullptr);
 
     auto t0 = std::chrono::steady_clock::now();
-    auto started = inject(o.pid, library, output);
-    if (auto* why = std::get_if<std::string>(&started)) return error(*why);
-    long sites = std::get<long>(started);
-    if (sites <= 0) return error(describe_start_failure(sites, o.pid));
+    auto injected = inject(o.pid, library, output);
+    if (auto* why = std::get_if<std::string>(&injected)) return error(*why);
+    Started started = std::get<Started>(injected);
+    if (started.sites <= 0) return error(describe_start_failure(started.sites, o.pid));
     double attach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     note(fmt::format("attached to process {} ({}) in {:.1f} s, {} call sites redirected; tracing to {}", o.pid,
-                     process_name(o.pid), attach_s, sites, output));
+                     process_name(o.pid), attach_s, started.sites, output));
+    if (started.python > 0)
+        note("CPython 3.11: the agent (caches, classes) starts as soon as the program next runs Python code");
+    else if (started.python < 0)
+        note(fmt::format("CPython 3.11, but the agent could not be started (code {}): native and Python stacks only",
+                         started.python));
     if (o.no_wait && o.duration <= 0) {
         note(fmt::format("stop with: growtrace detach {}", o.pid));
         return 0;
@@ -386,6 +422,9 @@ int run_attach(const AttachOptions& o) {
         }
         return error(*why);
     }
+    if (!wait_until_closed(o.pid, {output}))
+        note(fmt::format("process {} has not handed over its GIL for {} s: the trace ends when it next runs Python "
+                         "code", o.pid, kCloseTimeoutSeconds));
     double detach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     note(fmt::format("detached from process {} in {:.1f} s; analyse with: growtrace analyze {}", o.pid, detach_s, output));
     return 0;
@@ -397,6 +436,9 @@ int run_detach(int pid) {
     auto t0 = std::chrono::steady_clock::now();
     auto stopped = stop(pid);
     if (auto* why = std::get_if<std::string>(&stopped)) return error(*why);
+    if (!wait_until_closed(pid, traces))
+        note(fmt::format("process {} has not handed over its GIL for {} s: the trace ends when it next runs Python "
+                         "code", pid, kCloseTimeoutSeconds));
     double detach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (traces.empty()) note(fmt::format("detached from process {} in {:.1f} s", pid, detach_s));
     else

@@ -85,16 +85,6 @@ struct TraceFamily {
     }
 };
 
-// The CPython agent (pyagent/, docs/cpython.md): $GROWTRACE_PYAGENT_DIR, else
-// <dir of the preload library>/../share/growtrace/python. Empty when not built.
-std::string python_agent_dir(const std::string& library) {
-    std::string dir;
-    if (const char* env = getenv("GROWTRACE_PYAGENT_DIR"); env != nullptr && *env != '\0') dir = make_absolute(env);
-    else dir = (fs::path(library).parent_path().parent_path() / "share" / "growtrace" / "python").string();
-    std::error_code ec;
-    return fs::exists(fs::path(dir) / "startup" / "sitecustomize.py", ec) ? dir : std::string();
-}
-
 std::vector<std::string> traced_environment(const std::string& library, const std::string& output,
                                             const RunOptions& options) {
     std::vector<std::string> env;
@@ -128,7 +118,7 @@ std::vector<std::string> traced_environment(const std::string& library, const st
         std::string original = old_pythonpath.value_or("");
         env.push_back("PYTHONPATH=" + agent + "/startup" + (original.empty() ? "" : ":" + original));
         env.push_back("GROWTRACE_PYTHONPATH_ORIG=" + original);
-        env.push_back("GROWTRACE_PYAGENT_EXT=" + agent + "/_growtrace_agent.cpython-311-x86_64-linux-gnu.so");
+        env.push_back("GROWTRACE_PYAGENT_EXT=" + python_agent_extension(agent));
     } else if (old_pythonpath) {
         env.push_back("PYTHONPATH=" + *old_pythonpath);
     }

@@ -26,4 +26,16 @@ std::string preload_library_path() {
     return (self.parent_path().parent_path() / "lib" / "libgrowtrace.so").string();
 }
 
+std::string python_agent_dir(const std::string& library) {
+    std::string dir;
+    if (const char* env = getenv("GROWTRACE_PYAGENT_DIR"); env != nullptr && *env != '\0') dir = make_absolute(env);
+    else dir = (fs::path(library).parent_path().parent_path() / "share" / "growtrace" / "python").string();
+    std::error_code ec;
+    return fs::exists(fs::path(dir) / "startup" / "sitecustomize.py", ec) ? dir : std::string();
+}
+
+std::string python_agent_extension(const std::string& agent_dir) {
+    return agent_dir + "/_growtrace_agent.cpython-311-x86_64-linux-gnu.so";
+}
+
 }  // namespace growtrace::cli

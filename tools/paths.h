@@ -10,5 +10,10 @@ std::string current_directory();
 std::string make_absolute(const std::string& path);
 // $GROWTRACE_PRELOAD, else <dir of this executable>/../lib/libgrowtrace.so.
 std::string preload_library_path();
+// The CPython agent (pyagent/, docs/cpython.md): $GROWTRACE_PYAGENT_DIR, else
+// <dir of the preload library>/../share/growtrace/python. Empty when not built.
+std::string python_agent_dir(const std::string& library);
+// Its C extension inside that folder.
+std::string python_agent_extension(const std::string& agent_dir);
 
 }  // namespace growtrace::cli

@@ -81,4 +81,18 @@ bool install_allocator_hooks() {
     return true;
 }
 
+void uninstall_allocator_hooks() {
+    if (!g_installed.load(std::memory_order_relaxed)) return;
+    auto get = reinterpret_cast<GetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_GetAllocator"));
+    auto set = reinterpret_cast<SetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_SetAllocator"));
+    if (!get || !set) return;
+    const PyMemAllocatorDomain domains[2] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+    for (int i = 0; i < 2; ++i) {
+        PyMemAllocatorEx current;
+        get(domains[i], &current);
+        if (current.malloc == hooked_malloc && current.ctx == &g_original[i]) set(domains[i], &g_original[i]);
+    }
+    g_installed.store(false, std::memory_order_relaxed);
+}
+
 }  // namespace growtrace::preload::python

@@ -12,3 +12,12 @@ namespace growtrace::preload::python {
 bool install_allocator_hooks();
 
 }  // namespace growtrace::preload::python
+
+namespace growtrace::preload::python {
+
+// Puts back the allocators the hooks wrap (detach). GIL held. Blocks the hooks allocated are
+// the wrapped allocator's own, so they are freed correctly afterwards. Left in place if
+// someone installed another hook over ours since (it would still call ours: harmless).
+void uninstall_allocator_hooks();
+
+}  // namespace growtrace::preload::python

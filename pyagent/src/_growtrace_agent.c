@@ -436,6 +436,145 @@ static PyObject *make_probe(PyObject *m, PyObject *args) {
     return (PyObject *)p;
 }
 
+/* ------------------------------------------------------------------------------------ */
+/* Caches in a process the agent was attached to (growtrace attach)                      */
+
+/* functools._lru_cache_wrapper's object in CPython 3.11 (Modules/_functoolsmodule.c, in no
+   header). Only `cache`, `func`, `maxsize` and `typed` are read or written, and only on an
+   object whose type passes lru_layout_matches(). */
+typedef struct {
+    PyObject_HEAD
+    void *prev, *next;
+    Py_hash_t hash;
+    PyObject *key, *result;
+} GtLruListElem;
+
+typedef struct {
+    GtLruListElem root;
+    void *wrapper;
+    int typed;
+    PyObject *cache;
+    Py_ssize_t hits;
+    PyObject *func;
+    Py_ssize_t maxsize;
+    Py_ssize_t misses;
+    PyObject *kwd_mark;
+    PyTypeObject *lru_list_elem_type;
+    PyObject *cache_info_type;
+    PyObject *dict;
+    PyObject *weakreflist;
+} GtLruCache;
+
+/* The type's size and the offsets of its instance dict and weakref list are public (tp_*)
+   and pin the layout around the fields used; the cache must be a dict. */
+static int lru_layout_matches(PyTypeObject *tp) {
+    return strcmp(tp->tp_name, "functools._lru_cache_wrapper") == 0 &&
+           tp->tp_basicsize == (Py_ssize_t)sizeof(GtLruCache) &&
+           tp->tp_dictoffset == (Py_ssize_t)offsetof(GtLruCache, dict) &&
+           tp->tp_weaklistoffset == (Py_ssize_t)offsetof(GtLruCache, weakreflist);
+}
+
+static GtLruCache *as_lru_cache(PyObject *o) {
+    if (!lru_layout_matches(Py_TYPE(o))) return NULL;
+    GtLruCache *lru = (GtLruCache *)o;
+    return lru->cache && PyDict_CheckExact(lru->cache) && lru->func ? lru : NULL;
+}
+
+/* Puts a probe between the wrapper and its function; the probe takes over the wrapper's
+   reference to the function. A thread already inside the function is unaffected. */
+static ProbeObject *insert_probe(GtLruCache *lru, PyObject *on_first_miss) {
+    PyObject *args = Py_BuildValue("(OO)", lru->func, on_first_miss ? on_first_miss : Py_None);
+    if (!args) return NULL;
+    ProbeObject *p = (ProbeObject *)make_probe(NULL, args);
+    Py_DECREF(args);
+    if (!p) return NULL;
+    p->cache_dict = lru->cache;
+    PyObject *old = lru->func;
+    lru->func = Py_NewRef((PyObject *)p);
+    Py_DECREF(old);
+    return p;
+}
+
+/* adopt_cache(wrapper) -> (probe, cache_dict) or None: probes a cache created before the
+   agent started. */
+static PyObject *adopt_cache(PyObject *m, PyObject *wrapper) {
+    (void)m;
+    GtLruCache *lru = as_lru_cache(wrapper);
+    if (!lru) Py_RETURN_NONE;
+    if (Py_IS_TYPE(lru->func, &ProbeType)) return Py_BuildValue("(OO)", lru->func, lru->cache);
+    ProbeObject *p = insert_probe(lru, NULL);
+    if (!p) return NULL;
+    PyObject *r = Py_BuildValue("(OO)", p, lru->cache);
+    Py_DECREF(p);
+    return r;
+}
+
+/* Probes taken out of their wrappers. One may still be running in a thread that released
+   the GIL inside the user function, so none is ever freed (a few dozen bytes per cache per
+   attach). */
+static PyObject *g_retired_probes;
+
+/* release_cache(wrapper) -> bool: gives the wrapper its own function back. */
+static PyObject *release_cache(PyObject *m, PyObject *wrapper) {
+    (void)m;
+    GtLruCache *lru = as_lru_cache(wrapper);
+    if (!lru || !Py_IS_TYPE(lru->func, &ProbeType)) Py_RETURN_FALSE;
+    if (!g_retired_probes && !(g_retired_probes = PyList_New(0))) return NULL;
+    ProbeObject *p = (ProbeObject *)lru->func;
+    if (PyList_Append(g_retired_probes, (PyObject *)p) < 0) return NULL;
+    Py_CLEAR(p->on_first_miss);
+    lru->func = Py_NewRef(p->func);
+    Py_DECREF(p);
+    Py_RETURN_TRUE;
+}
+
+/* Every lru_cache created while attached, however the program imported lru_cache, passes
+   through the wrapper type's tp_new: hook_new_caches(type, on_new, on_first_miss) points it at
+   lru_new_probed, which probes the new cache and calls
+   on_new(wrapper, probe, cache_dict, user_function, maxsize, typed). */
+static PyTypeObject *g_lru_type;
+static newfunc g_lru_new;
+static PyObject *g_on_new_cache, *g_on_first_miss;
+
+static PyObject *lru_new_probed(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *wrapper = g_lru_new(type, args, kwargs);
+    if (!wrapper || !g_on_new_cache || (!g_native && g_log_fd < 0)) return wrapper;
+    GtLruCache *lru = as_lru_cache(wrapper);
+    if (!lru || Py_IS_TYPE(lru->func, &ProbeType)) return wrapper;
+    ProbeObject *p = insert_probe(lru, g_on_first_miss);
+    if (!p) { PyErr_Clear(); return wrapper; }
+    PyObject *r = PyObject_CallFunction(g_on_new_cache, "OOOOni", wrapper, (PyObject *)p, lru->cache,
+                                        p->func, lru->maxsize, lru->typed);
+    if (!r) PyErr_Clear();
+    Py_XDECREF(r);
+    Py_DECREF(p);
+    return wrapper;
+}
+
+static PyObject *hook_new_caches(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *type, *on_new, *on_first_miss;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyType_Type, &type, &on_new, &on_first_miss)) return NULL;
+    PyTypeObject *tp = (PyTypeObject *)type;
+    if (!lru_layout_matches(tp) || !tp->tp_new) Py_RETURN_FALSE;
+    if (tp->tp_new != lru_new_probed) {
+        g_lru_type = tp;
+        g_lru_new = tp->tp_new;
+        tp->tp_new = lru_new_probed;
+    }
+    Py_XSETREF(g_on_new_cache, Py_NewRef(on_new));
+    Py_XSETREF(g_on_first_miss, Py_NewRef(on_first_miss));
+    Py_RETURN_TRUE;
+}
+
+static PyObject *unhook_new_caches(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    if (g_lru_type && g_lru_type->tp_new == lru_new_probed) g_lru_type->tp_new = g_lru_new;
+    Py_CLEAR(g_on_new_cache);
+    Py_CLEAR(g_on_first_miss);
+    Py_RETURN_NONE;
+}
+
 /* attach_probe(probe, cache_dict): the dict is only known once the wrapper exists. */
 static PyObject *attach_probe(PyObject *m, PyObject *args) {
     (void)m;
@@ -616,10 +755,22 @@ static PyObject *scan_young_types(PyObject *m, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+/* The classes made since the last collection are only seen at the next one: the agent scans
+   once more when it is detached or the program begins to exit (type_scan_final). After that
+   final scan, collections during the interpreter's shutdown report nothing twice. */
+static int g_type_scan_final_done;
+
+static PyObject *type_scan_final(PyObject *m, PyObject *noargs) {
+    if (g_type_scan_final_done) Py_RETURN_NONE;
+    g_type_scan_final_done = 1;
+    return scan_young_types(m, noargs);
+}
+
 /* gc callback: callback(phase, info) */
 static PyObject *gc_callback(PyObject *m, PyObject *args) {
     PyObject *phase, *info;
     if (!PyArg_ParseTuple(args, "OO", &phase, &info)) return NULL;
+    if (g_type_scan_final_done) Py_RETURN_NONE;
     if (PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "start") == 0)
         return scan_young_types(m, NULL);
     Py_RETURN_NONE;
@@ -628,13 +779,19 @@ static PyObject *gc_callback(PyObject *m, PyObject *args) {
 /* ------------------------------------------------------------------------------------ */
 /* Set-up and self-checks                                                                */
 
-/* start(get_objects, log_path or None, agent_path) -> features (int, -1 = no sink) */
+/* start(get_objects, log_path or None, agent_path, api_address=0) -> features (int, -1 = no
+   sink). api_address: growtrace_py_get_api when the library, loaded by `growtrace attach`
+   outside the global symbol scope, starts the agent itself. */
 static PyObject *start(PyObject *m, PyObject *args) {
     (void)m;
     PyObject *get_objects, *log_path, *agent_path;
-    if (!PyArg_ParseTuple(args, "OOU", &get_objects, &log_path, &agent_path)) return NULL;
+    unsigned long long api_address = 0;
+    if (!PyArg_ParseTuple(args, "OOU|K", &get_objects, &log_path, &agent_path, &api_address)) return NULL;
     Py_XSETREF(g_get_objects, Py_NewRef(get_objects));
-    growtrace_py_get_api_fn get = (growtrace_py_get_api_fn)dlsym(RTLD_DEFAULT, "growtrace_py_get_api");
+    g_type_scan_final_done = 0;
+    growtrace_py_get_api_fn get = api_address
+        ? (growtrace_py_get_api_fn)(uintptr_t)api_address
+        : (growtrace_py_get_api_fn)dlsym(RTLD_DEFAULT, "growtrace_py_get_api");
     g_native = get ? get(GROWTRACE_PY_API_VERSION) : NULL;
     if (g_native) {
         Py_ssize_t l;
@@ -655,6 +812,13 @@ static PyObject *start(PyObject *m, PyObject *args) {
     }
     if (!g_native && g_log_fd < 0) return PyLong_FromLong(-1);
     return PyLong_FromUnsignedLong(g_native ? g_native->features : 0);
+}
+
+/* stop(): the tracer detached. Probes still in place become plain calls. */
+static PyObject *stop(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    g_native = NULL;
+    Py_RETURN_NONE;
 }
 
 /* process_exiting(): the agent's atexit callback; tells the library that shutdown begins. */
@@ -703,7 +867,13 @@ static PyMethodDef methods[] = {
     {"cache_destroyed", cache_destroyed, METH_VARARGS, NULL},
     {"scan_young_types", scan_young_types, METH_NOARGS, NULL},
     {"gc_callback", gc_callback, METH_VARARGS, NULL},
+    {"type_scan_final", type_scan_final, METH_NOARGS, NULL},
     {"stats", stats, METH_NOARGS, NULL},
+    {"stop", stop, METH_NOARGS, NULL},
+    {"adopt_cache", adopt_cache, METH_O, NULL},
+    {"release_cache", release_cache, METH_O, NULL},
+    {"hook_new_caches", hook_new_caches, METH_VARARGS, NULL},
+    {"unhook_new_caches", unhook_new_caches, METH_NOARGS, NULL},
     {"process_exiting", process_exiting, METH_NOARGS, NULL},
     {"_walk_frames", walk_frames, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},

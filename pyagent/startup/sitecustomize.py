@@ -3,8 +3,8 @@
 #
 # It (1) takes itself out of the program's view: removes this folder from sys.path and puts
 # the program's own PYTHONPATH back into os.environ; (2) starts the agent
-# (growtrace-agent.py + the _growtrace_agent C extension, loaded by path, never entered in
-# sys.modules); (3) imports the program's own `sitecustomize`, if any, so that it runs as it
+# (growtrace-agent.py + the _growtrace_agent C extension, loaded by growtrace-loader.py by
+# path, never entered in sys.modules); (3) imports the program's own `sitecustomize`, if any, so that it runs as it
 # would have and is what `sys.modules["sitecustomize"]` holds afterwards; when there is none,
 # it ends with the same ImportError site.py silently ignores, so no `sitecustomize` module is
 # left behind at all.
@@ -41,27 +41,16 @@ def _growtrace_startup():
 
     if os.environ.get("GROWTRACE_PYAGENT", "1") != "0":
         try:
-            import _imp
-
             ext_path = os.environ.get("GROWTRACE_PYAGENT_EXT")
             if not ext_path:
+                import _imp
                 suffix = _imp.extension_suffixes()[0]
                 ext_path = os.path.join(os.path.dirname(here), "build", "_growtrace_agent" + suffix)
-
-            class _Spec:  # what _imp.create_dynamic reads
-                name = "_growtrace_agent"
-                origin = ext_path
-
-            had_name = "_growtrace_agent" in sys.modules
-            ext = _imp.create_dynamic(_Spec)
-            _imp.exec_dynamic(ext)
-            if not had_name:  # single-phase init enters the module there
-                sys.modules.pop("_growtrace_agent", None)
-            agent_file = os.path.join(here, "growtrace-agent.py")
-            agent = type(sys)("_growtrace_pyagent")
-            agent.__file__ = agent_file
-            with open(agent_file, "rb") as f:
-                exec(compile(f.read(), agent_file, "exec"), agent.__dict__)
+            loader_file = os.path.join(here, "growtrace-loader.py")
+            loader = {"__name__": "_growtrace_loader"}
+            with open(loader_file, "rb") as f:
+                exec(compile(f.read(), loader_file, "exec"), loader)
+            ext, agent = loader["load"](ext_path, os.path.join(here, "growtrace-agent.py"))
             agent.install(ext, os.environ.get("GROWTRACE_PYAGENT_LOG") or None, ext_path)
         except Exception as exc:  # the program must run regardless
             sys.stderr.write(f"growtrace: python agent not started: {type(exc).__name__}: {exc}\n")

@@ -298,3 +298,77 @@ def test_allocation_free_frame_reader(extension, python, tmp_path):
     assert names[:6] == ["deepest"] * 4 + ["gen", "K.method"]
     entries = [entry for *_rest, entry in data["walked"]]
     assert entries[-1] == 1  # <module>: the first frame of the outermost eval loop
+
+
+ATTACHED_PROGRAM = '''
+import functools, gc, json, os, sys
+
+@functools.lru_cache(maxsize=None)  # mark: square_created
+def square(x):
+    return x * x
+
+square(1)
+callbacks_before = len(gc.callbacks)
+# What the preload library does in an attached process (growtrace attach), with a log sink.
+loader_file = os.path.join(sys.argv[1], "growtrace-loader.py")
+loader = {}
+exec(compile(open(loader_file, "rb").read(), loader_file, "exec"), loader)
+ext, agent = loader["load"](sys.argv[2], os.path.join(sys.argv[1], "growtrace-agent.py"))
+detach = agent.install(ext, sys.argv[3], sys.argv[2], attached=True)
+callbacks_attached = len(gc.callbacks)
+
+square(2)
+
+@functools.lru_cache(maxsize=8)  # mark: cube_created
+def cube(x):
+    return x ** 3
+
+cube(3)
+during = sorted({type(r).__name__ for f in (square, cube) for r in gc.get_referents(f)})
+detach()
+square(4)
+cube(5)
+after = sorted({type(r).__name__ for f in (square, cube) for r in gc.get_referents(f)})
+print(json.dumps({"during": during, "after": after, "callbacks": [callbacks_before, callbacks_attached,
+                  len(gc.callbacks)], "square": list(square.cache_info()), "cube": list(cube.cache_info()),
+                  "results": [square(2), square(4), cube(3), cube(5)]}))
+'''
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_attached_agent_probes_existing_and_new_caches_and_detach_undoes_it(extension, python, tmp_path):
+    program = tmp_path / "attached.py"
+    program.write_text(ATTACHED_PROGRAM)
+    log = tmp_path / "attached.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GROWTRACE_"))}
+    proc = subprocess.run([python, str(program), str(STARTUP), extension, str(log)], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    state = json.loads(proc.stdout)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+
+    creates = {r["qualname"]: r for r in records if r["kind"] == "cache_create"}
+    square, cube = creates["square"], creates["cube"]
+    assert square["flags"] & 2, "square existed before the agent: PREEXISTING"
+    assert square["creator_line"] == mark_line(str(program), "square_created")
+    assert square["bound_names"] == ["__main__.square"]
+    assert square["entries"] == 1
+    assert cube["maxsize"] == 8 and not cube["flags"] & 2
+    assert cube["creator_line"] == mark_line(str(program), "cube_created")
+    assert cube["bound_names"] == ["__main__.cube"]
+
+    # One miss each while attached, none after the detach.
+    begins = Counter(r["cache_id"] for r in records if r["kind"] == "cache_miss_begin")
+    assert begins == {square["cache_id"]: 1, cube["cache_id"]: 1}
+    keys = [r["key"] for r in records if r["kind"] == "cache_miss_begin"]
+    assert keys == ["(int,)", "(int,)"]
+
+    # The probe sat between each wrapper and its function, and is gone after the detach.
+    assert "Probe" in state["during"]
+    assert "Probe" not in state["after"] and "function" in state["after"]
+    before, attached, after = state["callbacks"]
+    assert after == before and attached in (before, before + 1)
+    assert state["square"] == [0, 3, None, 3]  # hits, misses, maxsize, currsize
+    assert state["cube"] == [0, 2, 8, 2]
+    assert state["results"] == [4, 16, 27, 125]

@@ -69,11 +69,6 @@ private:
     std::unique_ptr<Spawned> spawned_;
 };
 
-std::string python_interpreter() {
-    std::string venv = std::string(GT_SOURCE_DIR) + "/.venv/bin/python";
-    return access(venv.c_str(), X_OK) == 0 ? venv : "/usr/bin/python3";
-}
-
 // Every line is "tick N ..." with N counting up from 0 without a gap.
 void expect_ticks_in_order(const std::vector<std::string>& lines, const std::regex& form) {
     for (size_t i = 0; i < lines.size(); ++i) {
@@ -145,25 +140,135 @@ TEST(Attach, DetachVerbAndASecondAttachEachWriteACompleteTrace) {
     expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+ check \d+)"));
 }
 
-TEST(Attach, PythonFramesAppearInTheFinding) {
+// The tick lines of attach_growth.py: "tick N sessions S types T gc_callbacks G".
+struct PythonTick {
+    unsigned tick = 0, types = 0, gc_callbacks = 0;
+};
+
+std::vector<PythonTick> python_ticks(const Service& service) {
+    static const std::regex form(R"(tick (\d+) sessions \d+ types (\d+) gc_callbacks (\d+))");
+    std::vector<PythonTick> ticks;
+    for (const std::string& line : service.lines()) {
+        std::smatch m;
+        EXPECT_TRUE(std::regex_match(line, m, form)) << line;
+        if (!m.empty()) ticks.push_back({static_cast<unsigned>(std::stoul(m[1])), static_cast<unsigned>(std::stoul(m[2])),
+                                         static_cast<unsigned>(std::stoul(m[3]))});
+    }
+    return ticks;
+}
+
+// What attach_growth.py grew while attached: the dict (with its Python frame) and the
+// lru_cache made before the attach, keyed on a new class named Record each tick.
+void expect_attach_growth_findings(const nlohmann::json& json, const std::string& name) {
+    Report report(json);
+    auto site = report.stack_at("remember_session", "attach_growth.py", python_mark("attach_growth.py", "remember_session"));
+    ASSERT_TRUE(site) << name << ": " << report.summary();
+    EXPECT_TRUE(site->flagged) << name << ": " << report.summary();
+    EXPECT_GE(site->live_bytes, 8u * 4096 * 10) << name;
+
+    auto caches = findings_of_kind(json, "cache_growth");
+    ASSERT_EQ(caches.size(), 1u) << name << ": " << json["findings"].dump().substr(0, 2000);
+    const nlohmann::json& cache = caches[0]["cache"];
+    EXPECT_EQ(cache["name"], "__main__.describe_type") << name;
+    EXPECT_EQ(cache["location"], kPythonPrograms + "attach_growth.py:" +
+                                     std::to_string(python_mark("attach_growth.py", "describe_type_created")))
+        << name;
+    EXPECT_TRUE(cache["maxsize"].is_null()) << name;
+    EXPECT_GE(cache["entries_first"].get<int>(), 5) << name << ": the cache was filling before the attach";
+    EXPECT_GE(cache["entries_last"].get<int>() - cache["entries_first"].get<int>(), 10) << name;
+    EXPECT_GT(cache["retained_bytes"].get<uint64_t>(), 10u * 4 * 2048) << name;
+    EXPECT_TRUE(has_frame(cache["inserted_from"], "main", "attach_growth.py")) << name << cache["inserted_from"].dump();
+    bool record = false;
+    for (const nlohmann::json& k : cache["key_types"]) {
+        if (k["name"] != "__main__.Record") continue;
+        record = true;
+        EXPECT_GE(k["distinct_classes"].get<int>(), 10) << name << k.dump();
+    }
+    EXPECT_TRUE(record) << name << cache["key_types"].dump();
+}
+
+class AttachPython : public ::testing::TestWithParam<std::string> {};
+
+// Two attaches in turn to one Python service: each trace holds the growth made while it was
+// attached, the agent (seen by the program only as one gc.callbacks entry) comes and goes with
+// each, and the program's own cache keeps working throughout.
+TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
     ScratchDir dir;
-    Service service(dir, {python_interpreter(), std::string(GT_SOURCE_DIR) + "/test_programs/python/attach_growth.py", "30"});
-    ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
-    const std::string trace = dir / "python.gtrace";
-    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "-o", trace, "--duration", "2"});
+    Service service(dir, {GetParam(), kPythonPrograms + "attach_growth.py", "40"});
+    ASSERT_TRUE(service.wait_for_lines(8)) << service.err();
+    const std::string pid = std::to_string(service.pid());
+    for (const std::string name : {"first.gtrace", "second.gtrace"}) {
+        ProcessResult r = growtrace({"attach", pid, "-o", dir / name, "--duration", "2"});
+        ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+        EXPECT_NE(r.err.find("CPython 3.11: the agent"), std::string::npos) << r.err;
+        ASSERT_TRUE(service.alive());
+        ASSERT_TRUE(service.wait_for_lines(service.lines().size() + 5)) << service.err();
+        nlohmann::json json = analyze_json(dir, dir / name);
+        EXPECT_TRUE(json.value("ended_cleanly", false)) << name;
+        expect_attach_growth_findings(json, name);
+    }
+    service.stop();
+    EXPECT_EQ(service.err(), "");
+
+    std::vector<PythonTick> ticks = python_ticks(service);
+    std::vector<unsigned> callbacks_runs;  // gc.callbacks length, one entry per run of equal values
+    for (size_t i = 0; i < ticks.size(); ++i) {
+        EXPECT_EQ(ticks[i].tick, i);
+        EXPECT_EQ(ticks[i].types, i + 1) << "every call missed and was stored, attached or not";
+        if (callbacks_runs.empty() || callbacks_runs.back() != ticks[i].gc_callbacks)
+            callbacks_runs.push_back(ticks[i].gc_callbacks);
+    }
+    EXPECT_EQ(callbacks_runs, (std::vector<unsigned>{0, 1, 0, 1, 0}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, AttachPython, ::testing::Values(kVenvPython, kStaticPython),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                             return info.param == kStaticPython ? std::string("StaticPython") : std::string("SharedPython");
+                         });
+
+// openai #2672 attached after start-up: the cache made at import time is probed in place and
+// the finding is the one `growtrace run` gives (python_test.cpp).
+TEST(Attach, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFinding) {
+    ScratchDir dir;
+    Service service(dir, {kVenvPython, kPythonPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests",
+                          "100000", "--progress"});
+    ASSERT_TRUE(service.wait_for_lines(10, 60s)) << service.err();
+    const std::string trace = dir / "openai.gtrace";
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "-o", trace, "--duration", "6"});
     ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
-    ASSERT_TRUE(service.alive());
     size_t printed = service.lines().size();
     ASSERT_TRUE(service.wait_for_lines(printed + 3)) << service.err();
     service.stop();
-    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+)"));
+    static const std::regex progress(R"(request (\d+) cache_currsize=(\d+))");
+    unsigned previous = 0;
+    for (const std::string& line : service.lines()) {
+        std::smatch m;
+        ASSERT_TRUE(std::regex_match(line, m, progress)) << line;
+        EXPECT_EQ(std::stoul(m[1]), previous + 1) << line;
+        previous = static_cast<unsigned>(std::stoul(m[1]));
+    }
 
-    Report report(analyze_json(dir, trace));
-    auto site = report.stack_at("remember_session", "attach_growth.py", -1);
-    ASSERT_TRUE(site) << report.summary();
-    EXPECT_TRUE(site->flagged) << report.summary();
-    EXPECT_TRUE(report.is_flagged("remember_session")) << report.summary();
-    EXPECT_GE(site->live_bytes, 8u * 4096 * 10);
+    nlohmann::json json = analyze_json(dir, trace);
+    auto caches = findings_of_kind(json, "cache_growth");
+    ASSERT_EQ(caches.size(), 1u) << json["findings"].dump().substr(0, 2000);
+    EXPECT_EQ(json["findings"][0]["kind"], "cache_growth") << "the cache finding leads the report";
+    const nlohmann::json& cache = caches[0]["cache"];
+    EXPECT_EQ(cache["name"], "openai._models._CachedTypeAdapter");
+    EXPECT_NE(cache["location"].get<std::string>().find("openai/_models.py:"), std::string::npos) << cache["location"];
+    EXPECT_TRUE(cache["maxsize"].is_null());
+    EXPECT_GE(cache["entries_first"].get<int>(), 20) << "it had grown before the attach";
+    EXPECT_GE(cache["entries_last"].get<int>() - cache["entries_first"].get<int>(), 20);  // 2 per request
+    EXPECT_GT(cache["retained_bytes"].get<uint64_t>(), 1'000'000u);
+    EXPECT_TRUE(has_frame(cache["inserted_from"], "_validate_non_model_type", "openai/_models.py"))
+        << cache["inserted_from"].dump();
+    bool generated = false;
+    for (const nlohmann::json& k : cache["key_types"]) {
+        if (k["name"] != "openai.types.responses.parsed_response.ParsedResponseOutputMessage[Fact]") continue;
+        generated = true;
+        EXPECT_GE(k["distinct_classes"].get<int>(), 10) << k.dump();
+        EXPECT_GE(k["live_classes"].get<int>(), 10) << k.dump();
+    }
+    EXPECT_TRUE(generated) << cache["key_types"].dump();
 }
 
 void expect_error(const ProcessResult& r, const std::string& text) {

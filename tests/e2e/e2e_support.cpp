@@ -171,6 +171,31 @@ int marker_line(const std::string& file, const std::string& tag) {
     return -1;
 }
 
+// 1-based line of "# mark: NAME" in a Python test program.
+int python_mark(const std::string& file, const std::string& name) {
+    std::ifstream in(kPythonPrograms + file);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n)
+        if (line.find("# mark: " + name) != std::string::npos) return n;
+    ADD_FAILURE() << "no '# mark: " << name << "' in " << file;
+    return -1;
+}
+
+std::vector<nlohmann::json> findings_of_kind(const nlohmann::json& report, const std::string& kind) {
+    std::vector<nlohmann::json> out;
+    for (const nlohmann::json& f : report["findings"])
+        if (f["kind"] == kind) out.push_back(f);
+    return out;
+}
+
+bool has_frame(const nlohmann::json& frames, const std::string& function, const std::string& file_suffix, int line) {
+    for (const nlohmann::json& f : frames) {
+        std::string file = f["file"];
+        if (f["function"] == function && file.ends_with(file_suffix) && (line < 0 || f["line"] == line)) return true;
+    }
+    return false;
+}
+
 ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
                             const std::vector<std::string>& program_args, int expected_status) {
     std::vector<std::string> args{"run", "-o", trace, "--"};

@@ -76,6 +76,20 @@ private:
 // 1-based line of the line containing "LINE-MARK: <tag>" in test_programs/native/<file>.
 int marker_line(const std::string& file, const std::string& tag);
 
+// The CPython programs (test_programs/python/) and the two interpreters they run on: the
+// venv's shared-library Python 3.11 (tools/setup_python.sh) and Debian's python3.11, which
+// has libpython linked into its executable.
+inline const std::string kPythonPrograms = std::string(GT_SOURCE_DIR) + "/test_programs/python/";
+inline const std::string kVenvPython = std::string(GT_SOURCE_DIR) + "/.venv/bin/python";
+inline const std::string kStaticPython = "/usr/bin/python3.11";
+// 1-based line of "# mark: NAME" in test_programs/python/<file>.
+int python_mark(const std::string& file, const std::string& name);
+// The findings of one kind in an analyzer report.
+std::vector<nlohmann::json> findings_of_kind(const nlohmann::json& report, const std::string& kind);
+// A frame list (JSON) holds `function` in a file ending with `file_suffix` (at `line` if >= 0).
+bool has_frame(const nlohmann::json& frames, const std::string& function, const std::string& file_suffix,
+               int line = -1);
+
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& contents);
 

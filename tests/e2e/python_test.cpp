@@ -17,34 +17,8 @@ namespace {
 using nlohmann::json;
 
 const std::string kSource = GT_SOURCE_DIR;
-const std::string kVenvPython = kSource + "/.venv/bin/python";  // shared libpython 3.11
-const std::string kStaticPython = "/usr/bin/python3.11";       // Debian's, libpython linked in
-const std::string kPrograms = kSource + "/test_programs/python/";
+const std::string kPrograms = kPythonPrograms;
 
-// 1-based line of "# mark: NAME" in a Python test program.
-int python_mark(const std::string& file, const std::string& name) {
-    std::ifstream in(kPrograms + file);
-    std::string line;
-    for (int n = 1; std::getline(in, line); ++n)
-        if (line.find("# mark: " + name) != std::string::npos) return n;
-    ADD_FAILURE() << "no '# mark: " << name << "' in " << file;
-    return -1;
-}
-
-std::vector<json> findings_of_kind(const json& report, const std::string& kind) {
-    std::vector<json> out;
-    for (const json& f : report["findings"])
-        if (f["kind"] == kind) out.push_back(f);
-    return out;
-}
-
-bool has_frame(const json& frames, const std::string& function, const std::string& file_suffix, int line = -1) {
-    for (const json& f : frames) {
-        std::string file = f["file"];
-        if (f["function"] == function && file.ends_with(file_suffix) && (line < 0 || f["line"] == line)) return true;
-    }
-    return false;
-}
 
 json trace_python(const ScratchDir& dir, const std::string& python, std::vector<std::string> args) {
     EXPECT_EQ(access(python.c_str(), X_OK), 0) << python << " is missing: run tools/setup.sh";

@@ -9,6 +9,7 @@ unions of those classes: it grows for ever. In a single thread it stays constant
     python repro.py --mode threads --requests 150
     python repro.py --mode single  --requests 150
     python repro.py --mode threads --requests 150 --port 8123   # use a running mock_server.py
+    python repro.py --mode threads --requests 100000 --progress  # a service to attach to
 
 Prints one summary line at the end:
     repro mode=threads requests=150 cache_currsize=... cache_misses=... cache_hits=...
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=2,
                         help="requests in the main thread before measuring (imports, first-use caches)")
     parser.add_argument("--json", help="also write the summary as JSON to this file")
+    parser.add_argument("--progress", action="store_true",
+                        help="print 'request N cache_currsize=M' after each request (for growtrace attach)")
     args = parser.parse_args(argv)
 
     server = None
@@ -105,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
                 t.join()
             done += n
             next_start += args.interval * n
+        if args.progress:
+            print(f"request {done} cache_currsize={_CachedTypeAdapter.cache_info().currsize}", flush=True)
     seconds = time.monotonic() - t0
     rss_end = rss_kib()
     info = _CachedTypeAdapter.cache_info()

@@ -1,0 +1,217 @@
+#include "preload/python/attached_agent.h"
+
+#include <Python.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "growtrace_py_api.h"
+#include "preload/log.h"
+#include "preload/python/python_allocator.h"
+#include "preload/python/python_frames.h"
+#include "preload/recursion_guard.h"
+#include "preload/tracer_thread.h"
+
+extern "C" const growtrace_py_api* growtrace_py_get_api(uint32_t min_version);
+
+namespace growtrace::preload::python {
+namespace {
+
+// How long stopping waits for a start still waiting for the GIL before it goes on without it.
+constexpr int kStartWaitSeconds = 10;
+
+// Runs growtrace-loader.py in a private namespace and keeps the agent's detach() in it.
+constexpr const char* kBootstrap =
+    "with open(LOADER, 'rb') as f:\n"
+    "    exec(compile(f.read(), LOADER, 'exec'))\n"
+    "detach = attach(HERE, EXTENSION, API)\n"
+    "if detach is not None:\n"
+    "    DETACH = detach\n";
+
+// The C API of the interpreter, found in the process (libpython or the executable).
+struct Interpreter {
+    int (*is_initialized)();
+    int (*is_finalizing)();
+    PyGILState_STATE (*ensure)();
+    void (*release)(PyGILState_STATE);
+    PyObject* (*dict_new)();
+    int (*dict_set)(PyObject*, const char*, PyObject*);
+    PyObject* (*dict_get)(PyObject*, const char*);
+    PyObject* (*text)(const char*);
+    PyObject* (*number)(unsigned long long);
+    PyObject* (*run)(const char*, int, PyObject*, PyObject*, PyCompilerFlags*);
+    PyObject* (*call)(PyObject*);
+    void (*decref)(PyObject*);
+    void (*clear_error)();
+};
+Interpreter g_py;
+
+template <typename F>
+bool resolve(F& fn, const char* name) {
+    fn = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+    return fn != nullptr;
+}
+
+bool find_interpreter() {
+    return resolve(g_py.is_initialized, "Py_IsInitialized") && resolve(g_py.is_finalizing, "_Py_IsFinalizing") &&
+           resolve(g_py.ensure, "PyGILState_Ensure") && resolve(g_py.release, "PyGILState_Release") &&
+           resolve(g_py.dict_new, "PyDict_New") && resolve(g_py.dict_set, "PyDict_SetItemString") &&
+           resolve(g_py.dict_get, "PyDict_GetItemString") && resolve(g_py.text, "PyUnicode_FromString") &&
+           resolve(g_py.number, "PyLong_FromUnsignedLongLong") && resolve(g_py.run, "PyRun_StringFlags") &&
+           resolve(g_py.call, "PyObject_CallNoArgs") && resolve(g_py.decref, "Py_DecRef") &&
+           resolve(g_py.clear_error, "PyErr_Clear");
+}
+
+bool usable() { return g_py.is_initialized() && !g_py.is_finalizing(); }
+
+char g_startup_dir[PATH_MAX];
+char g_loader[PATH_MAX];
+char g_extension[PATH_MAX];
+bool g_prepared = false;  // under the attach mutex
+
+// Touched only with the GIL held, except g_started (attach mutex) and the start handshake.
+PyObject* g_namespace = nullptr;  // the bootstrap's globals; DETACH in it
+std::atomic<unsigned> g_generation{0};
+std::atomic<bool> g_started{false};
+pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_start_done = PTHREAD_COND_INITIALIZER;
+bool g_start_running = false;
+
+void set_item(PyObject* dict, const char* key, PyObject* value) {
+    if (!value) return;
+    g_py.dict_set(dict, key, value);
+    g_py.decref(value);
+}
+
+// GIL held.
+void run_bootstrap() {
+    PyObject* globals = g_py.dict_new();
+    if (!globals) return;
+    set_item(globals, "__name__", g_py.text("_growtrace_attach"));
+    set_item(globals, "LOADER", g_py.text(g_loader));
+    set_item(globals, "HERE", g_py.text(g_startup_dir));
+    set_item(globals, "EXTENSION", g_py.text(g_extension));
+    set_item(globals, "API", g_py.number(reinterpret_cast<uintptr_t>(&growtrace_py_get_api)));
+    PyObject* result = g_py.run(kBootstrap, Py_file_input, globals, globals, nullptr);
+    if (!result) {
+        // The loader reports its own failures; this is one of the bootstrap itself. PyErr_Print
+        // would leave sys.last_value behind for the program to see.
+        g_py.clear_error();
+        log_line("python agent not started: %s could not be run", g_loader);
+        g_py.decref(globals);
+        return;
+    }
+    g_py.decref(result);
+    g_namespace = globals;
+}
+
+void finish_start() {
+    pthread_mutex_lock(&g_start_mutex);
+    g_start_running = false;
+    pthread_cond_broadcast(&g_start_done);
+    pthread_mutex_unlock(&g_start_mutex);
+}
+
+void* start_main(void* arg) {
+    t_in_tracer = true;  // the agent's own allocations are not the program's
+    prctl(PR_SET_NAME, "growtrace-py", 0, 0, 0);
+    auto generation = static_cast<unsigned>(reinterpret_cast<uintptr_t>(arg));
+    if (usable()) {
+        PyGILState_STATE gil = g_py.ensure();
+        if (g_generation.load() == generation) run_bootstrap();  // else stopped meanwhile
+        g_py.release(gil);
+    }
+    finish_start();
+    return nullptr;
+}
+
+// GIL held.
+void run_detach() {
+    if (!g_namespace) return;
+    PyObject* detach = g_py.dict_get(g_namespace, "DETACH");  // borrowed
+    if (detach) {
+        PyObject* result = g_py.call(detach);
+        if (result) g_py.decref(result);
+        else g_py.clear_error();
+    }
+    g_py.decref(g_namespace);
+    g_namespace = nullptr;
+}
+
+void wait_for_start() {
+    timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += kStartWaitSeconds;
+    pthread_mutex_lock(&g_start_mutex);
+    while (g_start_running && pthread_cond_timedwait(&g_start_done, &g_start_mutex, &deadline) == 0) {}
+    pthread_mutex_unlock(&g_start_mutex);
+}
+
+void* stop_main(void* arg) {
+    t_in_tracer = true;
+    prctl(PR_SET_NAME, "growtrace-py", 0, 0, 0);
+    auto finish = reinterpret_cast<void (*)()>(arg);
+    wait_for_start();
+    if (usable()) {
+        PyGILState_STATE gil = g_py.ensure();
+        run_detach();
+        uninstall_allocator_hooks();
+        g_py.release(gil);
+    }
+    finish();
+    return nullptr;
+}
+
+bool copy_path(char* out, const char* dir, const char* name) {
+    int n = snprintf(out, PATH_MAX, "%s%s%s", dir, name ? "/" : "", name ? name : "");
+    return n > 0 && n < PATH_MAX && access(out, R_OK) == 0;
+}
+
+}  // namespace
+
+int prepare_attached_agent(const char* startup_dir, const char* extension_path) {
+    RecursionGuard guard;
+    g_prepared = false;
+    if (!probe() || !find_interpreter() || !usable()) return 0;  // no Python, or not 3.11
+    if (!startup_dir || !extension_path || !copy_path(g_startup_dir, startup_dir, nullptr) ||
+        !copy_path(g_loader, startup_dir, "growtrace-loader.py") || !copy_path(g_extension, extension_path, nullptr))
+        return -1;
+    g_prepared = true;
+    return 1;
+}
+
+bool start_attached_agent() {
+    RecursionGuard guard;
+    if (!g_prepared) return false;
+    g_prepared = false;
+    unsigned generation = g_generation.fetch_add(1) + 1;
+    pthread_mutex_lock(&g_start_mutex);
+    g_start_running = true;
+    pthread_mutex_unlock(&g_start_mutex);
+    int rc = start_tracer_thread(start_main, reinterpret_cast<void*>(static_cast<uintptr_t>(generation)));
+    if (rc != 0) {
+        finish_start();
+        log_line("attach: no thread to start the python agent: %s", strerror(rc));
+        return false;
+    }
+    g_started.store(true);
+    return true;
+}
+
+bool attached_agent_started() { return g_started.load(); }
+
+void stop_attached_agent(void (*finish)()) {
+    RecursionGuard guard;
+    g_started.store(false);
+    g_generation.fetch_add(1);  // a start still waiting for the GIL gives up
+    if (start_tracer_thread(stop_main, reinterpret_cast<void*>(finish)) != 0) finish();
+}
+
+}  // namespace growtrace::preload::python

@@ -8,7 +8,9 @@ Each tool runs it in turn:
     untraced   python repro.py ...
     heaptrack  heaptrack -o FILE python repro.py ...
     memray     python -m memray run --native -f -o FILE repro.py ...
+    memray+pyalloc  the same with --trace-python-allocators (sees pymalloc's objects, as growtrace does)
     growtrace  growtrace run -o FILE -- python repro.py ...
+    growtrace-fast  the same with --no-python-objects (pymalloc not hooked, as memray's default)
 
 For each it reports (median of --repeat runs) the wall time and CPU time (user+sys of the children, so
 heaptrack's and memray's own processes count too), the slowdown against the untraced run as ratios, the
@@ -80,29 +82,41 @@ def main() -> int:
     if subprocess.run([python, "-c", "import memray"], capture_output=True).returncode == 0:
         tools.append(("memray", "out.memray",
                       lambda out: [python, "-m", "memray", "run", "--native", "-f", "-o", out, *repro_args]))
+        # memray sees pymalloc's objects only with this option; growtrace always does (PEP 445
+        # hooks), so this row is the like-for-like comparison.
+        tools.append(("memray+pyalloc", "pyalloc.memray",
+                      lambda out: [python, "-m", "memray", "run", "--native", "--trace-python-allocators",
+                                   "-f", "-o", out, *repro_args]))
     tools.append(("growtrace", "out.gtrace", lambda out: [growtrace, "run", "-o", out, "--", python, *repro_args]))
+    # Without the PEP 445 hooks: small objects seen only as pymalloc's arenas, like memray's default.
+    tools.append(("growtrace-fast", "fast.gtrace",
+                  lambda out: [growtrace, "run", "--no-python-objects", "-o", out, "--", python, *repro_args]))
 
-    rows = []
-    for name, prefix, make_cmd in tools:
-        runs, sizes = [], []
-        for _ in range(args.repeat):
+    # Runs are interleaved (each repeat runs every tool once) so that a slower spell of a shared
+    # machine does not land on one tool only.
+    runs = {name: [] for name, _, _ in tools}
+    sizes = {name: None for name, _, _ in tools}
+    for _ in range(args.repeat):
+        for name, prefix, make_cmd in tools:
             if prefix:
                 remove_outputs(work, prefix)
-            runs.append(timed(make_cmd(os.path.join(work, prefix or "unused"))))
-            sizes.append(output_size(work, prefix) if prefix else None)
-        wall, cpu, seconds = (statistics.median(r[i] for r in runs) for i in range(3))
-        rows.append((name, wall, cpu, seconds, sizes[-1]))
-        print(f"  {name}: wall {wall:.2f} s", file=sys.stderr, flush=True)
+            runs[name].append(timed(make_cmd(os.path.join(work, prefix or "unused"))))
+            sizes[name] = output_size(work, prefix) if prefix else None
+            print(f"  {name}: wall {runs[name][-1][0]:.2f} s", file=sys.stderr, flush=True)
+    rows = []
+    for name, _, _ in tools:
+        wall, cpu, seconds = (statistics.median(r[i] for r in runs[name]) for i in range(3))
+        rows.append((name, wall, cpu, seconds, sizes[name]))
     shutil.rmtree(work, ignore_errors=True)
 
     base_wall, base_cpu, base_seconds = rows[0][1:4]
     print(f"workload: openai #2672 repro, --mode threads --requests {args.requests} --interval 0, "
           f"median of {args.repeat} run(s), machine: {os.cpu_count()} cores")
-    print(f"{'tool':<10} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
+    print(f"{'tool':<15} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
           f"{'output MB':>10}")
     for name, wall, cpu, seconds, size in rows:
         size_text = f"{size / 1e6:>10.2f}" if size is not None else f"{'-':>10}"
-        print(f"{name:<10} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
+        print(f"{name:<15} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
               f"{seconds:>8.2f} {seconds / max(base_seconds, 0.01):>7.1f}x {size_text}")
     return 0
 

@@ -9,6 +9,7 @@ struct Config {
     bool follow_fork = true;
     bool follow_exec = true;
     unsigned tick_ms = 100;
+    bool python_objects = true;  // PEP 445 hooks on CPython's object and "mem" allocators
 };
 
 Config read_config();

@@ -47,22 +47,31 @@ struct ThreadState {
     uint32_t run_tid = 0;  // thread of the current run in `buffer`
     ThreadState* next = nullptr;
 
-    // The previous stack of this thread, outermost frame first, with its node ids.
-    // Consecutive allocations share most of their stack; only the part below the common
-    // prefix needs hash lookups. Two of them: native (or merged) stacks and Python-only ones
-    // begin differently and would evict each other.
+    // The previous native (or merged) stack of this thread, outermost frame first, with its
+    // node ids. Consecutive allocations share most of their stack; only the part below the
+    // common prefix needs lookups.
     struct StackCache {
         int count = 0;
         uint64_t frames[kMaxFrames + python::kMaxPythonFrames] = {};
         uint32_t ids[kMaxFrames + python::kMaxPythonFrames] = {};
     };
-    StackCache stacks[2];
+    StackCache stack;
+    StackTreeMemo nodes;      // recent stack-tree lookups
+    StackTreeMemo locations;  // recent Python frame locations
     // The same idea for Python frame locations: (code, offset) -> tagged frame id.
     int prev_py_count = 0;
     python::FrameRef prev_py[python::kMaxPythonFrames] = {};
     uint64_t prev_py_tagged[python::kMaxPythonFrames] = {};
+    // The previous Python-only stack (PEP 445 allocations, most of a Python program's), by
+    // location, outermost first, with its node ids: one comparison pass finds the nodes.
+    struct PythonStackCache {
+        int count = 0;
+        python::FrameRef frames[python::kMaxPythonFrames] = {};
+        uint32_t ids[python::kMaxPythonFrames] = {};
+    };
+    PythonStackCache python_stack;
 
-    void forget_stacks() { stacks[0].count = stacks[1].count = prev_py_count = 0; }
+    void forget_stacks() { stack.count = prev_py_count = python_stack.count = 0; }
 };
 
 ThreadState* const kThreadGone = reinterpret_cast<ThreadState*>(uintptr_t{1});
@@ -163,10 +172,27 @@ void put_record(ThreadState* ts, RecordKind kind, const uint8_t* payload, size_t
     ts->buffer->used = static_cast<size_t>(out + size - ts->buffer->data);
 }
 
+// The node (parent, ip), writing its StackNode record the first time. 0: table full, or no
+// room in the buffer for the record (the stack is cut there).
+uint32_t intern_node(ThreadState* ts, uint32_t parent, uint64_t ip, bool* created_out = nullptr) {
+    bool created;
+    uint32_t id = ts->nodes.intern(g_tree, parent, ip, created);
+    if (id && created) {
+        if (!make_room(ts, 3 * format::kMaxVarintBytes + 8)) return 0;
+        uint8_t payload[3 * format::kMaxVarintBytes];
+        uint8_t* q = format::put_varint(payload, id);
+        q = format::put_varint(q, parent);
+        q = format::put_varint(q, ip);
+        put_record(ts, RecordKind::StackNode, payload, static_cast<size_t>(q - payload));
+    }
+    if (created_out) *created_out = created;
+    return id;
+}
+
 // Interns a stack (innermost first) from the outermost frame in, writing each new node to the
 // thread's buffer. Native frames never seen in a loaded module ask the writer for a rescan.
-uint32_t intern_stack(ThreadState* ts, const uint64_t* frames, int count, bool python_only) {
-    ThreadState::StackCache& prev = ts->stacks[python_only];
+uint32_t intern_stack(ThreadState* ts, const uint64_t* frames, int count) {
+    ThreadState::StackCache& prev = ts->stack;
     int k = 0;  // frames shared with the previous stack, counted from the outermost
     while (k < count && k < prev.count && prev.frames[k] == frames[count - 1 - k]) ++k;
     uint32_t parent = k ? prev.ids[k - 1] : 0;
@@ -174,17 +200,10 @@ uint32_t intern_stack(ThreadState* ts, const uint64_t* frames, int count, bool p
     for (; k < count; ++k) {
         uint64_t ip = frames[count - 1 - k];
         bool created;
-        uint32_t id = g_tree.intern(parent, ip, created);
-        if (!id) break;  // table full: the stack is cut here
-        if (created) {
-            if (!make_room(ts, 3 * format::kMaxVarintBytes + 8)) break;
-            uint8_t payload[3 * format::kMaxVarintBytes];
-            uint8_t* q = format::put_varint(payload, id);
-            q = format::put_varint(q, parent);
-            q = format::put_varint(q, ip);
-            put_record(ts, RecordKind::StackNode, payload, static_cast<size_t>(q - payload));
-            if (!(ip & format::kPythonFrameTag) && !unknown_module && !module_map_covers(ip)) unknown_module = true;
-        }
+        uint32_t id = intern_node(ts, parent, ip, &created);
+        if (!id) break;
+        if (created && !(ip & format::kPythonFrameTag) && !unknown_module && !module_map_covers(ip))
+            unknown_module = true;
         prev.frames[k] = ip;
         prev.ids[k] = id;
         parent = id;
@@ -197,7 +216,7 @@ uint32_t intern_stack(ThreadState* ts, const uint64_t* frames, int count, bool p
 // Tagged id of a Python frame location, writing its PyFrame record the first time.
 uint64_t python_frame(ThreadState* ts, const python::FrameRef& frame) {
     bool created;
-    uint32_t id = python::intern(frame, created);
+    uint32_t id = python::intern(frame, ts->locations, created);
     if (created) {
         format::RecordEncoder rec(RecordKind::PyFrame);
         python::encode_frame(id, frame, rec);
@@ -224,6 +243,24 @@ void tag_python_frames(ThreadState* ts, const python::FrameRef* py, int count, u
         ts->prev_py_tagged[k] = tagged[count - 1 - k];
     }
     ts->prev_py_count = count;
+}
+
+// Interns a Python-only stack (innermost first) against the thread's previous one.
+uint32_t intern_python_stack(ThreadState* ts, const python::FrameRef* py, int count) {
+    ThreadState::PythonStackCache& prev = ts->python_stack;
+    int k = 0;  // frames shared with the previous stack, counted from the outermost
+    while (k < count && k < prev.count && same_location(prev.frames[k], py[count - 1 - k])) ++k;
+    uint32_t parent = k ? prev.ids[k - 1] : 0;
+    for (; k < count; ++k) {
+        const python::FrameRef& frame = py[count - 1 - k];
+        uint32_t id = intern_node(ts, parent, python_frame(ts, frame));
+        if (!id) break;
+        prev.frames[k] = frame;
+        prev.ids[k] = id;
+        parent = id;
+    }
+    prev.count = k;
+    return parent;
 }
 
 // Replaces each native frame of the evaluation loop by the Python frames it was running
@@ -336,6 +373,7 @@ void child_after_fork() {
 void recorder_start() {
     RecursionGuard guard;
     g_config = read_config();
+    python::allow_allocator_hooks(g_config.python_objects);
     g_pid = getpid();
     // With exec-following off, an exec'd image finds the first image's trace already there.
     if (!g_config.follow_exec && access(g_config.output, F_OK) == 0) {
@@ -396,12 +434,12 @@ struct CapturedStack {
 
     // Call with the thread's state locked.
     uint32_t intern(ThreadState* ts) {
-        if (!py_count) return intern_stack(ts, ips, depth, false);
+        if (!py_count) return intern_stack(ts, ips, depth);
         uint64_t tagged[python::kMaxPythonFrames];
         uint64_t merged[kMaxFrames + python::kMaxPythonFrames];
         tag_python_frames(ts, py, py_count, tagged);
         int n = merge_python(ips, depth, py, tagged, py_count, merged);
-        return intern_stack(ts, merged, n, false);
+        return intern_stack(ts, merged, n);
     }
 };
 }  // namespace
@@ -455,11 +493,7 @@ void record_python_alloc(void* ptr, size_t size) {
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
-    if (make_room(ts, 64)) {
-        uint64_t frames[python::kMaxPythonFrames];
-        tag_python_frames(ts, py, py_count, frames);
-        put_alloc(ts, ticks, ptr, size, intern_stack(ts, frames, py_count, true));
-    }
+    if (make_room(ts, 64)) put_alloc(ts, ticks, ptr, size, intern_python_stack(ts, py, py_count));
     unlock(ts);
 }
 
@@ -552,6 +586,7 @@ bool recorder_start_attached(const char* output) {
     if (tracer_active()) return false;
     static bool initialised = false;
     g_config = read_config();
+    python::allow_allocator_hooks(g_config.python_objects);
     snprintf(g_config.output, sizeof g_config.output, "%s", output);
     g_config.follow_fork = false;  // a forked child keeps our patched GOT but traces nothing
     g_pid = getpid();

@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <cstring>
+
 namespace growtrace::preload {
 namespace {
 inline size_t hash_node(uint32_t parent, uint64_t ip) {
@@ -31,6 +33,22 @@ void StackTree::reset() {
     mmap(slots_, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
          -1, 0);
     next_id_.store(1, std::memory_order_relaxed);
+    epoch_.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint32_t StackTreeMemo::intern(StackTree& tree, uint32_t parent, uint64_t ip, bool& created) {
+    if (epoch_ != tree.epoch()) {
+        memset(entries_, 0, sizeof entries_);
+        epoch_ = tree.epoch();
+    }
+    Entry& e = entries_[hash_node(parent, ip) & (kEntries - 1)];
+    if (e.id && e.ip == ip && e.parent == parent) {
+        created = false;
+        return e.id;
+    }
+    uint32_t id = tree.intern(parent, ip, created);
+    if (id) e = {ip, parent, id};
+    return id;
 }
 
 uint32_t StackTree::intern(uint32_t parent, uint64_t ip, bool& created) {

@@ -94,10 +94,7 @@ Verb add_check_verb(CLI::App& parent, const Trailing& trailing) {
         "Usage: growtrace check [OPTIONS] -- COMMAND [ARGS...]\n"
         "Exits 0 if there is no unbounded growth and the command succeeded, 3 if there is growth, "
         "4 if there is none but the command failed, 2 if the check could not be done.");
-    sub->add_option("-o,--output", args->run.output,
-                    "Trace file, replaced if it exists (default: growtrace.<pid>.gtrace in the current directory)");
-    sub->add_flag("--no-follow-exec", args->run.no_follow_exec, "Do not trace programs the command execs");
-    sub->add_flag("--no-follow-fork", args->run.no_follow_fork, "Do not trace processes the command forks");
+    add_run_options(sub, args->run);
     sub->add_option("--html", args->html, "Also write the HTML report of the main trace to this file");
     sub->add_option("--json", args->json, "Also write the JSON report of the main trace to this file");
     sub->add_option("--plot", args->plot, "Also write the SVG plot of the main trace's curves to this file");

@@ -101,7 +101,7 @@ std::vector<std::string> traced_environment(const std::string& library, const st
             continue;
         }
         if (entry.starts_with("GROWTRACE_OUTPUT=") || entry.starts_with("GROWTRACE_FOLLOW_EXEC=") ||
-            entry.starts_with("GROWTRACE_FOLLOW_FORK=")) {
+            entry.starts_with("GROWTRACE_FOLLOW_FORK=") || entry.starts_with("GROWTRACE_PYTHON_OBJECTS=")) {
             continue;
         }
         env.push_back(std::move(entry));
@@ -110,6 +110,7 @@ std::vector<std::string> traced_environment(const std::string& library, const st
     env.push_back("GROWTRACE_OUTPUT=" + output);
     env.push_back(std::string("GROWTRACE_FOLLOW_EXEC=") + (options.no_follow_exec ? "0" : "1"));
     env.push_back(std::string("GROWTRACE_FOLLOW_FORK=") + (options.no_follow_fork ? "0" : "1"));
+    env.push_back(std::string("GROWTRACE_PYTHON_OBJECTS=") + (options.no_python_objects ? "0" : "1"));
     // A Python program finds the agent's sitecustomize first on its path; the agent removes
     // itself and restores PYTHONPATH (from GROWTRACE_PYTHONPATH_ORIG) before the program runs.
     // Harmless for other programs.
@@ -175,6 +176,20 @@ std::string why_no_trace(const std::string& resolved, const ChildExit& exit_stat
 }
 
 }  // namespace
+
+void add_run_options(CLI::App* sub, RunOptions& options) {
+    sub->add_option("-o,--output", options.output,
+                    "Trace file, replaced if it exists (default: growtrace.<pid>.gtrace in the current "
+                    "directory). A forked child writes <stem>.<pid>.gtrace, an exec'd program "
+                    "<stem>.exec<N>.gtrace.");
+    sub->add_flag("--no-follow-exec", options.no_follow_exec,
+                  "Do not trace programs the command execs (they run without the library)");
+    sub->add_flag("--no-follow-fork", options.no_follow_fork, "Do not trace processes the command forks");
+    sub->add_flag("--no-python-objects", options.no_python_objects,
+                  "CPython: do not hook the object allocator (PEP 445). About twice as fast on object-heavy "
+                  "programs, but objects of 512 bytes or less are then seen only as the 256 KiB arenas "
+                  "pymalloc takes from malloc, so their Python frames are lost");
+}
 
 int run_command(const RunOptions& options, std::vector<std::string> command, RunOutcome* outcome) {
     if (command.empty()) {
@@ -275,14 +290,7 @@ Verb add_run_verb(CLI::App& parent, const Trailing& trailing) {
         "Run COMMAND with libgrowtrace.so preloaded and record its allocations.\n"
         "Usage: growtrace run [OPTIONS] -- COMMAND [ARGS...]\n"
         "Exits with the command's status (128+N if it was killed by signal N).");
-    sub->add_option("-o,--output", options->output,
-                    "Trace file, replaced if it exists (default: growtrace.<pid>.gtrace in the current "
-                    "directory). A forked child writes <stem>.<pid>.gtrace, an exec'd program "
-                    "<stem>.exec<N>.gtrace.");
-    sub->add_flag("--no-follow-exec", options->no_follow_exec,
-                  "Do not trace programs the command execs (they run without the library)");
-    sub->add_flag("--no-follow-fork", options->no_follow_fork,
-                  "Do not trace processes the command forks");
+    add_run_options(sub, *options);
     // The first word that is not one of our options starts the command.
     sub->prefix_command();
 

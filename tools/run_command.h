@@ -2,6 +2,8 @@
 // say which traces it wrote.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <string>
 #include <vector>
 
@@ -11,7 +13,11 @@ struct RunOptions {
     std::string output;
     bool no_follow_exec = false;
     bool no_follow_fork = false;
+    bool no_python_objects = false;
 };
+
+// The options `run` and `check` share.
+void add_run_options(CLI::App* sub, RunOptions& options);
 
 // What a traced run produced, for callers that go on to analyse it.
 struct RunOutcome {

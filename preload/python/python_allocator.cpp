@@ -14,6 +14,7 @@ namespace {
 
 PyMemAllocatorEx g_original[2];  // PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ
 std::atomic<bool> g_installed{false};
+std::atomic<bool> g_allowed{true};
 
 PyMemAllocatorEx& original(void* ctx) { return *static_cast<PyMemAllocatorEx*>(ctx); }
 
@@ -63,8 +64,11 @@ using SetAllocator = void (*)(PyMemAllocatorDomain, PyMemAllocatorEx*);
 
 }  // namespace
 
+void allow_allocator_hooks(bool allowed) { g_allowed.store(allowed, std::memory_order_relaxed); }
+
 bool install_allocator_hooks() {
     if (g_installed.load(std::memory_order_relaxed)) return true;
+    if (!g_allowed.load(std::memory_order_relaxed)) return false;
     if (!present()) return false;
     FrameRef probe_frame;
     if (capture(&probe_frame, 1) == 0) return false;  // not initialised, or GIL not held here

@@ -11,6 +11,10 @@ namespace growtrace::preload::python {
 // (swapping allocators is only safe then). Returns true once installed; cheap afterwards.
 bool install_allocator_hooks();
 
+// `growtrace run --no-python-objects`: never install them (objects pymalloc serves are then
+// seen only as the arenas it takes from malloc).
+void allow_allocator_hooks(bool allowed);
+
 }  // namespace growtrace::preload::python
 
 namespace growtrace::preload::python {

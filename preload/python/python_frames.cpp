@@ -97,8 +97,8 @@ int capture(FrameRef* frames, int max_frames) {
 
 bool is_eval_frame(uint64_t ip) { return ip >= g_api.eval_begin && ip < g_api.eval_end; }
 
-uint32_t intern(const FrameRef& frame, bool& created) {
-    uint32_t id = g_locations.intern(static_cast<uint32_t>(frame.offset), reinterpret_cast<uint64_t>(frame.code),
+uint32_t intern(const FrameRef& frame, StackTreeMemo& memo, bool& created) {
+    uint32_t id = memo.intern(g_locations, static_cast<uint32_t>(frame.offset), reinterpret_cast<uint64_t>(frame.code),
                                      created);
     // The id stands for this code object from now on, so it must never be freed and its
     // address reused by another one.

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "format/record_encoder.h"
+#include "preload/stack_tree.h"
 
 namespace growtrace::preload::python {
 
@@ -30,7 +31,7 @@ int capture(FrameRef* frames, int max_frames);
 bool is_eval_frame(uint64_t ip);
 
 // Id of a frame location; `created` when the caller must write the PyFrame record.
-uint32_t intern(const FrameRef& frame, bool& created);
+uint32_t intern(const FrameRef& frame, StackTreeMemo& memo, bool& created);
 
 // Encodes the PyFrame record for a newly interned location.
 void encode_frame(uint32_t id, const FrameRef& frame, format::RecordEncoder& out);

@@ -54,6 +54,33 @@ TEST(Python, OpenAIThreadsModeIsAGrowingCacheKeyedOnGeneratedClasses) {
     EXPECT_TRUE(generated) << cache["key_types"].dump();
 }
 
+// --no-python-objects leaves pymalloc unhooked (the fast mode, like memray without
+// --trace-python-allocators): the cache, its key classes and the memory its misses took from
+// malloc are still there.
+TEST(Python, OpenAIThreadsModeWithoutPythonObjectHooksStillFindsTheCache) {
+    ScratchDir dir;
+    std::string trace = dir / "fast.gtrace";
+    ProcessResult r = growtrace({"run", "--no-python-objects", "-o", trace, "--", kVenvPython,
+                                 kPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests", "24"},
+                                {.cwd = dir.path().string()});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    json report = analyze_json(dir, trace);
+    auto caches = findings_of_kind(report, "cache_growth");
+    ASSERT_EQ(caches.size(), 1u) << report["findings"].dump().substr(0, 2000);
+    const json& cache = caches[0]["cache"];
+    EXPECT_EQ(cache["name"], "openai._models._CachedTypeAdapter");
+    EXPECT_GE(cache["entries_last"].get<int>() - cache["entries_first"].get<int>(), 40);
+    EXPECT_GT(cache["retained_bytes"].get<uint64_t>(), 1'000'000u);
+    bool generated = false;
+    for (const json& k : cache["key_types"])
+        generated |= k["name"] == "openai.types.responses.parsed_response.ParsedResponseOutputMessage[Fact]" &&
+                     k["distinct_classes"].get<int>() >= 20;
+    EXPECT_TRUE(generated) << cache["key_types"].dump();
+    // Fewer events than with the hooks: small objects are not traced one by one.
+    json full = trace_python(dir, kVenvPython, {kPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests", "24"});
+    EXPECT_LT(report["totals"]["allocations"].get<uint64_t>() * 3, full["totals"]["allocations"].get<uint64_t>());
+}
+
 TEST(Python, OpenAISingleThreadHasNoFinding) {
     ScratchDir dir;
     json report = trace_python(dir, kVenvPython,

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "preload/attach.h"
+#include "preload/exec_environment.h"
 #include "preload/hook_list.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
@@ -190,28 +191,34 @@ __attribute__((visibility("default"))) pid_t fork() {
     return pid;
 }
 
+// An exec'd image that will be traced gets the CPython agent's start-up folder back on its
+// PYTHONPATH (exec_environment.h); the forms without envp then pass environ explicitly.
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
     ready();
-    recorder_before_exec();
-    return g_real.execve(path, argv, envp);
+    ExecEnvironment env;
+    char* const* e = recorder_before_exec() ? env.with_agent(envp) : envp;
+    return g_real.execve(path, argv, e);
 }
 
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
     ready();
-    recorder_before_exec();
-    return g_real.execv(path, argv);
+    ExecEnvironment env;
+    char* const* e = recorder_before_exec() ? env.with_agent(environ) : environ;
+    return e == environ ? g_real.execv(path, argv) : g_real.execve(path, argv, e);
 }
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
     ready();
-    recorder_before_exec();
-    return g_real.execvp(file, argv);
+    ExecEnvironment env;
+    char* const* e = recorder_before_exec() ? env.with_agent(environ) : environ;
+    return e == environ ? g_real.execvp(file, argv) : g_real.execvpe(file, argv, e);
 }
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
     ready();
-    recorder_before_exec();
-    return g_real.execvpe(file, argv, envp);
+    ExecEnvironment env;
+    char* const* e = recorder_before_exec() ? env.with_agent(envp) : envp;
+    return g_real.execvpe(file, argv, e);
 }
 
 // The list forms: glibc's own execl/execlp/execle call execve internally, past our hook, so

@@ -523,16 +523,18 @@ void recorder_after_fork_in_parent(int child_pid) {
     writer_emit(rec.varint(static_cast<uint64_t>(child_pid)).string(path));
 }
 
-void recorder_before_exec() {
+bool recorder_before_exec() {
     // A vfork child shares our memory but not our file descriptors (the program may even have
     // closed them): it must not touch the tracer's state. Its exec'd image traces itself.
-    if (!tracer_active() || getpid() != g_pid) return;
+    if (!tracer_active()) return false;
+    if (getpid() != g_pid) return g_config.follow_exec;
     RecursionGuard guard;
     format::RecordEncoder rec(RecordKind::Exec);
     writer_emit(rec.string(""));  // the new image picks its own name (<stem>.exec<N>.gtrace)
     // The image is about to be replaced: everything recorded so far must be on disk. If exec
     // fails, tracing simply goes on.
     writer_flush(false);
+    return g_config.follow_exec;
 }
 
 void recorder_before_dlclose() {

@@ -41,7 +41,8 @@ uint32_t record_stack(uint64_t skip_begin, uint64_t skip_end);
 void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t size);
 
 void recorder_after_fork_in_parent(int child_pid);
-void recorder_before_exec();
+// Before an exec: the trace so far is flushed. Returns whether the new image will be traced.
+bool recorder_before_exec();
 void recorder_before_dlclose();
 
 // For the writer: hands every thread's pending buffer to `take` (skipping threads that are in

@@ -112,6 +112,22 @@ TEST(Python, StdlibCopyOfTheOpenAIPatternOnTheStaticPython) {
     EXPECT_FALSE(findings_of_kind(report, "duplicate_types").empty());
 }
 
+// A traced Python that execs another: the agent's start-up folder is off PYTHONPATH in the
+// first (the program sees its own environment) and back for the exec'd interpreter, whose
+// trace then holds its cache.
+TEST(Python, AnExecdInterpreterGetsTheAgentBack) {
+    ScratchDir dir;
+    std::string trace = dir / "first.gtrace";
+    ProcessResult r = growtrace({"run", "-o", trace, "--", kStaticPython, kPrograms + "exec_python.py", "--requests", "60"},
+                                {.cwd = dir.path().string(), .env = {{"PYTHONPATH", "/nonexistent/own"}}});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    EXPECT_NE(r.out.find("exec_python: PYTHONPATH='/nonexistent/own'"), std::string::npos) << r.out;
+    json report = analyze_json(dir, dir / "first.exec1.gtrace");
+    auto caches = findings_of_kind(report, "cache_growth");
+    ASSERT_EQ(caches.size(), 1u) << report["findings"].dump().substr(0, 2000);
+    EXPECT_EQ(caches[0]["cache"]["name"], "__main__.adapter_for");
+}
+
 TEST(Python, BoundedLruFedEndlessKeysIsNotAFinding) {
     ScratchDir dir;
     json report = trace_python(dir, kVenvPython, {kPrograms + "bounded_lru.py"});

@@ -19,6 +19,12 @@ std::string quoted(const std::string& s) {
     return out + "\"";
 }
 
+std::string quoted_list(const std::vector<std::string>& items) {
+    std::vector<std::string> out;
+    for (const std::string& i : items) out.push_back(quoted(i));
+    return fmt::format("{}", fmt::join(out, " "));
+}
+
 std::string hex(const std::string& bytes) {
     std::string out;
     for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
@@ -76,6 +82,39 @@ public:
     void on_exec(const ExecRecord& r) override { line(fmt::format("Exec path={}", quoted(r.path))); }
     void on_tracer_error(const TracerErrorRecord& r) override {
         line(fmt::format("TracerError ticks={} message={}", r.ticks, quoted(r.message)));
+    }
+    void on_exiting(uint64_t ticks) override { line(fmt::format("Exiting ticks={}", ticks)); }
+    void on_cache_create(const CacheCreateRecord& r) override {
+        line(fmt::format("CacheCreate tid={} ticks={} cache={} flags={} maxsize={} wrapper=0x{:x} dict=0x{:x} "
+                         "stack={} entries={} callable={} creator={}:{} ({}) names=[{}]",
+                         r.tid, r.ticks, r.cache_id, r.flags, r.maxsize, r.wrapper_address, r.dict_address,
+                         r.creation_stack_id, r.entries, quoted(r.module + "." + r.qualname), quoted(r.creator_file),
+                         r.creator_line, quoted(r.creator_module), quoted_list(r.bound_names)));
+    }
+    void on_cache_insert(const CacheInsertRecord& r) override {
+        if (r.phase == CacheInsertRecord::Begin) {
+            std::vector<std::string> types;
+            for (uint64_t a : r.key_type_addresses) types.push_back(fmt::format("0x{:x}", a));
+            line(fmt::format("CacheInsert tid={} ticks={} cache={} seq={} begin stack={} entries_before={} key={} "
+                             "key_types=[{}]",
+                             r.tid, r.ticks, r.cache_id, r.insert_seq, r.stack_id, r.entries_before, quoted(r.key_desc),
+                             fmt::join(types, " ")));
+        } else {
+            line(fmt::format("CacheInsert tid={} ticks={} cache={} seq={} {} value_type={}", r.tid, r.ticks, r.cache_id,
+                             r.insert_seq, r.phase == CacheInsertRecord::Stored ? "stored" : "raised",
+                             quoted(r.value_type)));
+        }
+    }
+    void on_cache_size(const CacheSizeRecord& r) override {
+        std::vector<std::string> sizes;
+        for (const auto& [id, entries] : r.entries) sizes.push_back(fmt::format("{}:{}", id, entries));
+        line(fmt::format("CacheSize ticks={} [{}]", r.ticks, fmt::join(sizes, " ")));
+    }
+    void on_type_create(const TypeCreateRecord& r) override {
+        line(fmt::format("TypeCreate tid={} ticks={} source={} address=0x{:x} stack={} class={} metaclass={} "
+                         "allocation={}",
+                         r.tid, r.ticks, r.source == 0 ? "type_ready" : "gc_scan", r.address, r.stack_id,
+                         quoted(r.module + "." + r.qualname), quoted(r.metaclass), r.allocation_seq));
     }
     void on_unknown(const RawRecord& r) override {
         line(fmt::format("{} (not decoded) length={}", record_kind_name(r.kind), r.size));

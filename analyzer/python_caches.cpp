@@ -13,6 +13,8 @@ namespace {
 // curves, and memory per cache stays proportional to the run's length, not to its events.
 constexpr unsigned kRetainedBucketShift = 22;
 constexpr size_t kMaxExampleKeys = 3;
+// Distinct keys kept per cache to choose the examples from (see example_keys_for).
+constexpr size_t kMaxCandidateKeys = 64;
 constexpr int kQuarters = 4;
 // A finding needs growth in at least this many of the four quarters of its active span, and
 // the latest growth in its second half: a cache that only fills at start-up is not one.
@@ -102,11 +104,29 @@ void PythonTracker::on_cache_insert(const CacheInsertRecord& r) {
     c.last_insert = std::max(c.last_insert, r.ticks);
     c.samples.emplace_back(r.ticks, static_cast<int64_t>(r.entries_before));
     ++c.inserting_stacks[r.stack_id];
-    if (c.example_keys.size() < kMaxExampleKeys &&
+    if (c.example_keys.size() < kMaxCandidateKeys &&
         std::find(c.example_keys.begin(), c.example_keys.end(), r.key_desc) == c.example_keys.end())
         c.example_keys.push_back(r.key_desc);
     if (!r.key_type_addresses.empty()) c.key_types.emplace_back(r.ticks, r.key_type_addresses);
 }
+
+namespace {
+// The keys to show: those naming the class that keeps missing under many identities first (for
+// #2672 a key with ParsedResponseOutputMessage[Fact], not the first key the cache ever saw).
+std::vector<std::string> example_keys_for(const std::vector<std::string>& candidates,
+                                          const std::vector<CacheKeyType>& key_types) {
+    std::vector<std::string> chosen;
+    if (!key_types.empty() && key_types.front().distinct_classes >= 2) {
+        for (const std::string& key : candidates)
+            if (chosen.size() < kMaxExampleKeys && key.find(key_types.front().name) != std::string::npos)
+                chosen.push_back(key);
+    }
+    for (const std::string& key : candidates)
+        if (chosen.size() < kMaxExampleKeys && std::find(chosen.begin(), chosen.end(), key) == chosen.end())
+            chosen.push_back(key);
+    return chosen;
+}
+}  // namespace
 
 void PythonTracker::on_cache_size(const CacheSizeRecord& r) {
     for (const auto& [id, entries] : r.entries)
@@ -197,7 +217,6 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         f.inserted_from_stack = most_frequent(c.inserting_stacks);
         f.retained_bytes = c.live_bytes;
         f.live_allocations = c.live_count;
-        f.example_keys = c.example_keys;
         for (const Step& s : steps) f.entries_over_time.push_back({s.t, s.value});
         int64_t retained = 0;
         for (const auto& [bucket, delta] : c.retained_deltas) {
@@ -248,6 +267,7 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
             f.key_types.push_back({name, sets.first.size(), sets.second.size()});
         std::sort(f.key_types.begin(), f.key_types.end(),
                   [](const CacheKeyType& a, const CacheKeyType& b) { return a.distinct_classes > b.distinct_classes; });
+        f.example_keys = example_keys_for(c.example_keys, f.key_types);
         out.caches.push_back(std::move(f));
     }
     std::sort(out.caches.begin(), out.caches.end(), [](const CacheFinding& a, const CacheFinding& b) {

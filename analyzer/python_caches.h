@@ -51,7 +51,7 @@ struct CacheFinding {
     bool unbounded = false;
     std::string reason;
     std::vector<CacheKeyType> key_types;
-    std::vector<std::string> example_keys;
+    std::vector<std::string> example_keys;  // up to 3, naming the most repeated key class first
     std::vector<SeriesPoint> entries_over_time;
     std::vector<SeriesPoint> retained_over_time;
 };
@@ -96,7 +96,7 @@ private:
         uint64_t insertions = 0;
         uint64_t first_insert = 0, last_insert = 0;
         std::unordered_map<uint64_t, uint64_t> inserting_stacks;  // stack id -> count
-        std::vector<std::string> example_keys;
+        std::vector<std::string> example_keys;  // distinct, in order seen, up to a bound
         std::vector<std::pair<uint64_t, std::vector<uint64_t>>> key_types;  // ticks, addresses
         uint64_t live_bytes = 0, live_count = 0;
         std::vector<std::pair<uint64_t, int64_t>> retained_deltas;  // ticks bucket, bytes

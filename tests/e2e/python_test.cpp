@@ -128,6 +128,25 @@ TEST(Python, AnExecdInterpreterGetsTheAgentBack) {
     EXPECT_EQ(caches[0]["cache"]["name"], "__main__.adapter_for");
 }
 
+// growtrace dump prints the CPython records too.
+TEST(Python, DumpShowsTheAgentsRecords) {
+    ScratchDir dir;
+    std::string trace = dir / "dump.gtrace";
+    trace_program(dir, trace, {kStaticPython, kPrograms + "lru_growth.py", "--requests", "20"});
+    ProcessResult r = growtrace({"dump", trace});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("CacheCreate "), std::string::npos);
+    EXPECT_NE(r.out.find("callable=\"__main__.adapter_for\""), std::string::npos);
+    EXPECT_NE(r.out.find(" begin stack="), std::string::npos);
+    EXPECT_NE(r.out.find("key=\"(__main__.ParsedText[Fact],)\""), std::string::npos) << r.out.substr(0, 3000);
+    EXPECT_NE(r.out.find(" stored value_type="), std::string::npos);
+    EXPECT_NE(r.out.find("TypeCreate "), std::string::npos);
+    EXPECT_NE(r.out.find("class=\"__main__.ParsedMessage[Fact]\""), std::string::npos);
+    EXPECT_NE(r.out.find("CacheSize "), std::string::npos);
+    EXPECT_NE(r.out.find("Exiting ticks="), std::string::npos);
+    EXPECT_EQ(r.out.find("(not decoded)"), std::string::npos);
+}
+
 TEST(Python, BoundedLruFedEndlessKeysIsNotAFinding) {
     ScratchDir dir;
     json report = trace_python(dir, kVenvPython, {kPrograms + "bounded_lru.py"});

@@ -24,7 +24,7 @@ CacheCreateRecord cache(uint64_t id, int64_t maxsize) {
 
 // One miss: begin, an allocation computed for the entry, stored.
 void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uint64_t entries_before,
-          uint64_t alloc_seq, std::vector<uint64_t> key_types = {}) {
+          uint64_t alloc_seq, std::vector<uint64_t> key_types = {}, const std::string& key_desc = "(int,)") {
     CacheInsertRecord begin;
     begin.tid = 1;
     begin.ticks = ticks;
@@ -32,7 +32,7 @@ void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uin
     begin.insert_seq = seq;
     begin.stack_id = 7;
     begin.entries_before = entries_before;
-    begin.key_desc = "(int,)";
+    begin.key_desc = key_desc;
     begin.key_type_addresses = std::move(key_types);
     t.on_cache_insert(begin);
     t.on_alloc_compact(AllocCompactEvent{1, ticks + 1, 1000, 3, alloc_seq});
@@ -73,6 +73,34 @@ TEST(PythonCaches, CacheFilledThroughoutTheRunIsAFindingWithItsMemoryAndKeyTypes
     ASSERT_FALSE(f.types.empty());
     EXPECT_TRUE(f.types[0].unbounded) << f.types[0].reason;
     EXPECT_EQ(f.types[0].live_at_end, 100u);
+}
+
+// The first keys a cache sees are often not the ones that keep missing: the example shown is
+// one naming the class that keeps coming back under new identities.
+TEST(PythonCaches, ExampleKeyNamesTheClassThatKeepsMissing) {
+    PythonTracker t;
+    t.on_cache_create(cache(1, -1));
+    for (uint64_t i = 0; i < 100; ++i) {
+        uint64_t ticks = i * kSecond / 25 + 10;
+        if (i < 10) {
+            miss(t, 1, i + 1, ticks, i, i + 1, {}, "(str, int)");
+            continue;
+        }
+        TypeCreateRecord type;
+        type.tid = 1;
+        type.ticks = ticks - 5;
+        type.address = 0x1000 + i * 0x100;
+        type.module = "app";
+        type.qualname = "Parsed[Fact]";
+        t.on_type_create(type);
+        miss(t, 1, i + 1, ticks, i, i + 1, {type.address}, "(typing.Union[app.Parsed[Fact], NoneType],)");
+    }
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    const CacheFinding& c = f.caches[0];
+    ASSERT_EQ(c.example_keys.size(), 2u);
+    EXPECT_EQ(c.example_keys[0], "(typing.Union[app.Parsed[Fact], NoneType],)");
+    EXPECT_EQ(c.example_keys[1], "(str, int)");
 }
 
 TEST(PythonCaches, FullBoundedCacheIsNotAFindingHoweverMuchItHolds) {

@@ -1,0 +1,328 @@
+// TraceCompactor: thread runs of Alloc/Free records (as the recorder writes them) rewritten into
+// v2 AllocCompact/FreeCompact records. Checks that each free refers back to the right
+// allocation, also when its allocation comes in a later run, when addresses are reused, and
+// across threads whose runs arrive out of time order; that frees of memory never seen
+// allocated are dropped after the pending window; and that the sink gets one record per call.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/trace_format.h"
+#include "format/varint.h"
+#include "preload/trace_compactor.h"
+
+namespace growtrace::preload {
+namespace {
+
+using format::RecordKind;
+
+// Builds a buffer of thread runs the way preload/recorder.cpp does: a Thread record, then events
+// whose ticks and addresses are deltas from the previous event of the run (address from 0).
+class RunBuilder {
+public:
+    RunBuilder& thread(uint64_t tid, uint64_t base_ticks) {
+        uint8_t payload[2 * format::kMaxVarintBytes];
+        uint8_t* q = format::put_varint(payload, tid);
+        q = format::put_varint(q, base_ticks);
+        put(RecordKind::Thread, payload, q);
+        last_ticks_ = base_ticks;
+        last_addr_ = 0;
+        return *this;
+    }
+    RunBuilder& alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack) {
+        uint8_t payload[4 * format::kMaxVarintBytes];
+        uint8_t* q = format::put_varint(payload, format::zigzag_encode(static_cast<int64_t>(ticks - last_ticks_)));
+        q = format::put_varint(q, size);
+        q = format::put_varint(q, format::zigzag_encode(static_cast<int64_t>(addr - last_addr_)));
+        q = format::put_varint(q, stack);
+        put(RecordKind::Alloc, payload, q);
+        last_ticks_ = ticks;
+        last_addr_ = addr;
+        return *this;
+    }
+    RunBuilder& free(uint64_t ticks, uint64_t addr) {
+        uint8_t payload[2 * format::kMaxVarintBytes];
+        uint8_t* q = format::put_varint(payload, format::zigzag_encode(static_cast<int64_t>(ticks - last_ticks_)));
+        q = format::put_varint(q, format::zigzag_encode(static_cast<int64_t>(addr - last_addr_)));
+        put(RecordKind::Free, payload, q);
+        last_ticks_ = ticks;
+        last_addr_ = addr;
+        return *this;
+    }
+    const std::vector<uint8_t>& bytes() const { return bytes_; }
+
+private:
+    void put(RecordKind kind, const uint8_t* payload, const uint8_t* end) {
+        bytes_.push_back(static_cast<uint8_t>(kind));
+        uint8_t len[format::kMaxVarintBytes];
+        auto n = static_cast<size_t>(end - payload);
+        bytes_.insert(bytes_.end(), len, format::put_varint(len, n));
+        bytes_.insert(bytes_.end(), payload, end);
+    }
+
+    std::vector<uint8_t> bytes_;
+    uint64_t last_ticks_ = 0;
+    uint64_t last_addr_ = 0;
+};
+
+// What the sink received: one entry per call.
+std::vector<std::vector<uint8_t>> g_sink_calls;
+
+void collect(const uint8_t* data, size_t size) { g_sink_calls.emplace_back(data, data + size); }
+
+struct OutRecord {
+    RecordKind kind;
+    uint64_t a = 0;  // Thread: tid; AllocCompact: size; FreeCompact: age; Time: zigzag dticks
+    uint64_t b = 0;  // Thread: base ticks; AllocCompact: stack
+};
+
+class TraceCompactorTest : public ::testing::Test {
+protected:
+    void SetUp() override { g_sink_calls.clear(); }
+    void TearDown() override { compactor.reset(); }  // unmaps its tables
+
+    // Runs `runs` through the compactor and decodes what it wrote, checking that every sink
+    // call holds exactly one whole record.
+    std::vector<OutRecord> process(const RunBuilder& runs) {
+        size_t first = g_sink_calls.size();
+        compactor.process(runs.bytes().data(), runs.bytes().size(), collect);
+        std::vector<OutRecord> out;
+        for (size_t i = first; i < g_sink_calls.size(); ++i) {
+            const std::vector<uint8_t>& call = g_sink_calls[i];
+            format::Cursor c(call.data(), call.data() + call.size());
+            uint8_t kind = 0;
+            uint64_t length = 0;
+            EXPECT_TRUE(c.byte(kind) && c.varint(length)) << "sink call " << i;
+            EXPECT_EQ(length, c.remaining()) << "sink call " << i << " is not exactly one record";
+            OutRecord r{static_cast<RecordKind>(kind)};
+            format::Cursor p(c.position(), c.position() + c.remaining());
+            switch (r.kind) {
+                case RecordKind::Thread:
+                case RecordKind::AllocCompact:
+                    EXPECT_TRUE(p.varint(r.a) && p.varint(r.b));
+                    break;
+                case RecordKind::FreeCompact:
+                case RecordKind::Time:
+                    EXPECT_TRUE(p.varint(r.a));
+                    break;
+                default:
+                    ADD_FAILURE() << "unexpected record kind " << int(kind);
+            }
+            EXPECT_TRUE(p.at_end()) << "trailing bytes in record kind " << int(kind);
+            out.push_back(r);
+            replay(r);
+        }
+        return out;
+    }
+
+    // Follows the output as a reader would: AllocCompact n is allocation n; a FreeCompact with
+    // age a frees allocation (count - a). Records the sizes of freed allocations in order.
+    void replay(const OutRecord& r) {
+        if (r.kind == RecordKind::AllocCompact) {
+            sizes.push_back(r.a);
+        } else if (r.kind == RecordKind::FreeCompact) {
+            ASSERT_LT(r.a, sizes.size()) << "free refers to an allocation before the trace";
+            freed_sizes.push_back(sizes[sizes.size() - 1 - r.a]);
+        }
+    }
+
+    static std::vector<RecordKind> kinds(const std::vector<OutRecord>& records) {
+        std::vector<RecordKind> out;
+        for (const OutRecord& r : records) out.push_back(r.kind);
+        return out;
+    }
+
+    TraceCompactor compactor;
+    std::vector<uint64_t> sizes;        // of allocation n at [n - 1]
+    std::vector<uint64_t> freed_sizes;  // sizes of the allocations freed, in output order
+};
+
+constexpr uint64_t kA = 0x7f0000001000;
+constexpr uint64_t kB = 0x7f0000002000;
+
+TEST_F(TraceCompactorTest, AllocThenFreeGivesAllocCompactThenFreeCompactOfIt) {
+    RunBuilder run;
+    run.thread(7, 1000).alloc(1010, 64, kA, 5).free(1020, kA);
+    std::vector<OutRecord> out = process(run);
+
+    ASSERT_EQ(kinds(out), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact,
+                                                   RecordKind::FreeCompact}));
+    EXPECT_EQ(out[0].a, 7u);     // the Thread record passes on unchanged
+    EXPECT_EQ(out[0].b, 1000u);
+    EXPECT_EQ(out[1].a, 64u);    // size
+    EXPECT_EQ(out[1].b, 5u);     // stack id
+    EXPECT_EQ(out[2].a, 0u);     // the latest allocation
+    EXPECT_EQ(compactor.live_allocations(), 0u);
+}
+
+TEST_F(TraceCompactorTest, FreeAgeCountsAllocationsMadeSinceItsAllocation) {
+    RunBuilder run;
+    run.thread(1, 0).alloc(1, 10, kA, 1).alloc(2, 20, kB, 1).alloc(3, 30, kB + 64, 1).free(4, kA);
+    std::vector<OutRecord> out = process(run);
+    ASSERT_EQ(out.size(), 5u);
+    ASSERT_EQ(out[4].kind, RecordKind::FreeCompact);
+    EXPECT_EQ(out[4].a, 2u);  // allocation 1 of 3
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{10}));
+    EXPECT_EQ(compactor.live_allocations(), 2u);
+}
+
+TEST_F(TraceCompactorTest, FreeWhoseAllocationArrivesInALaterRunWithinPendingWindowMatches) {
+    // Thread 2 frees memory that thread 1 allocated; thread 1's run reaches the writer two
+    // cycles later.
+    RunBuilder freeing;
+    freeing.thread(2, 100).free(200, kA);
+    std::vector<OutRecord> first = process(freeing);
+    EXPECT_EQ(kinds(first), (std::vector<RecordKind>{RecordKind::Thread}));
+    compactor.end_cycle();
+    compactor.end_cycle();
+
+    RunBuilder allocating;
+    allocating.thread(1, 50).alloc(150, 48, kA, 3);
+    std::vector<OutRecord> second = process(allocating);
+    ASSERT_EQ(kinds(second), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact,
+                                                      RecordKind::FreeCompact}));
+    EXPECT_EQ(second[2].a, 0u);
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{48}));
+    EXPECT_EQ(compactor.live_allocations(), 0u);
+}
+
+TEST_F(TraceCompactorTest, FreeOfMemoryNeverAllocatedIsDroppedAfterPendingWindow) {
+    RunBuilder freeing;
+    freeing.thread(2, 100).free(200, kA);
+    EXPECT_EQ(kinds(process(freeing)), (std::vector<RecordKind>{RecordKind::Thread}));
+    for (int i = 0; i < 3; ++i) compactor.end_cycle();
+
+    // An allocation at that address showing up now (even one older than the free) is not ended
+    // by the dropped free.
+    RunBuilder late;
+    late.thread(1, 50).alloc(150, 48, kA, 3);
+    EXPECT_EQ(kinds(process(late)), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact}));
+    EXPECT_TRUE(freed_sizes.empty());
+    EXPECT_EQ(compactor.live_allocations(), 1u);
+}
+
+TEST_F(TraceCompactorTest, PendingFreeDoesNotEndAnAllocationMadeAfterIt) {
+    RunBuilder freeing;
+    freeing.thread(2, 100).free(200, kA);
+    process(freeing);
+
+    RunBuilder later;
+    later.thread(1, 250).alloc(300, 16, kA, 1);
+    EXPECT_EQ(kinds(process(later)), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact}));
+    EXPECT_TRUE(freed_sizes.empty());
+    EXPECT_EQ(compactor.live_allocations(), 1u);
+}
+
+TEST_F(TraceCompactorTest, ReusedAddressMatchesEachFreeToItsOwnAllocation) {
+    RunBuilder run;
+    run.thread(1, 0).alloc(10, 100, kA, 1).free(20, kA).alloc(30, 200, kA, 2).free(40, kA);
+    std::vector<OutRecord> out = process(run);
+    ASSERT_EQ(kinds(out), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact,
+                                                   RecordKind::FreeCompact, RecordKind::AllocCompact,
+                                                   RecordKind::FreeCompact}));
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{100, 200}));
+    EXPECT_EQ(compactor.live_allocations(), 0u);
+}
+
+TEST_F(TraceCompactorTest, ReusedAddressInterleavedWithOtherAllocationsMatchesByAddressAndTime) {
+    RunBuilder run;
+    run.thread(1, 0)
+        .alloc(10, 1, kA, 1)
+        .alloc(11, 2, kB, 1)
+        .free(12, kA)
+        .alloc(13, 3, kA, 1)
+        .free(14, kB)
+        .free(15, kA);
+    std::vector<OutRecord> out = process(run);
+    std::vector<uint64_t> ages;
+    for (const OutRecord& r : out)
+        if (r.kind == RecordKind::FreeCompact) ages.push_back(r.a);
+    EXPECT_EQ(ages, (std::vector<uint64_t>{1, 1, 0}));
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{1, 2, 3}));
+    EXPECT_EQ(compactor.live_allocations(), 0u);
+}
+
+TEST_F(TraceCompactorTest, ReusedAddressAcrossThreadsWithRunsOutOfTimeOrderMatchesByTime) {
+    // Real order: t1 allocates A (10), t2 frees it (20), t2 allocates A again (30), frees it (40).
+    // Thread 2's run reaches the compactor first.
+    RunBuilder t2;
+    t2.thread(2, 15).free(20, kA).alloc(30, 300, kA, 2).free(40, kA);
+    process(t2);
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{300}));
+
+    RunBuilder t1;
+    t1.thread(1, 5).alloc(10, 100, kA, 1);
+    process(t1);
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{300, 100}));
+    EXPECT_EQ(compactor.live_allocations(), 0u);
+}
+
+TEST_F(TraceCompactorTest, FreeEndsTheLatestAllocationAtItsAddressNotAFutureOne) {
+    // Real order: t1 allocates A (10) and frees it (20); t2 then allocates A (30) and keeps it.
+    // Thread 2's run arrives first, so at the time of t1's free two allocations are live at A.
+    RunBuilder t2;
+    t2.thread(2, 25).alloc(30, 300, kA, 2);
+    process(t2);
+
+    RunBuilder t1;
+    t1.thread(1, 5).alloc(10, 100, kA, 1).free(20, kA);
+    process(t1);
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{100}));
+    EXPECT_EQ(compactor.live_allocations(), 1u);
+
+    RunBuilder t2_later;
+    t2_later.thread(2, 45).free(50, kA);
+    process(t2_later);
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{100, 300}));
+    EXPECT_EQ(compactor.live_allocations(), 0u);
+}
+
+TEST_F(TraceCompactorTest, FreeEndsTheAllocationBeforeItWhenTheFutureOneArrivedSecond) {
+    // Same real order as above, but t1's allocation reaches the compactor before t2's and its
+    // free only in a later run: the choice must go by time, not by which entry came last.
+    RunBuilder t1_alloc;
+    t1_alloc.thread(1, 5).alloc(10, 100, kA, 1);
+    process(t1_alloc);
+    RunBuilder t2;
+    t2.thread(2, 25).alloc(30, 300, kA, 2);
+    process(t2);
+
+    RunBuilder t1_free;
+    t1_free.thread(1, 15).free(20, kA);
+    process(t1_free);
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{100}));
+    EXPECT_EQ(compactor.live_allocations(), 1u);
+}
+
+TEST_F(TraceCompactorTest, LargeClockMoveWritesTimeRecordSmallOneDoesNot) {
+    constexpr uint64_t kBase = 1'000'000;
+    constexpr uint64_t kJump = uint64_t{1} << 20;  // well above the time quantum
+    RunBuilder run;
+    run.thread(1, kBase).alloc(kBase + 100, 8, kA, 1).alloc(kBase + 100 + kJump, 16, kB, 1);
+    std::vector<OutRecord> out = process(run);
+    ASSERT_EQ(kinds(out), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact, RecordKind::Time,
+                                                   RecordKind::AllocCompact}));
+    EXPECT_EQ(format::zigzag_decode(out[2].a), static_cast<int64_t>(100 + kJump));
+    EXPECT_EQ(out[3].a, 16u);
+}
+
+TEST_F(TraceCompactorTest, ResetForgetsLiveAllocations) {
+    RunBuilder before;
+    before.thread(1, 0).alloc(10, 100, kA, 1);
+    process(before);
+    EXPECT_EQ(compactor.live_allocations(), 1u);
+
+    compactor.reset();
+    EXPECT_EQ(compactor.live_allocations(), 0u);
+    sizes.clear();  // a new trace starts
+
+    RunBuilder after;
+    after.thread(1, 20).alloc(30, 200, kB, 1).free(40, kA);
+    EXPECT_EQ(kinds(process(after)), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact}));
+    EXPECT_TRUE(freed_sizes.empty());
+}
+
+}  // namespace
+}  // namespace growtrace::preload

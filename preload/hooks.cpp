@@ -30,6 +30,7 @@ struct Originals {
     GT_ALLOCATION_HOOKS(GT_DECLARE)
     GT_PROCESS_HOOKS(GT_DECLARE)
     pid_t (*fork)();
+    void (*exit)(int);
 #undef GT_DECLARE
 };
 Originals g_real;
@@ -61,6 +62,7 @@ void resolve_originals() {
     GT_PROCESS_HOOKS(GT_RESOLVE)
 #undef GT_RESOLVE
     g_real.fork = reinterpret_cast<pid_t (*)()>(dlsym(RTLD_NEXT, "fork"));
+    g_real.exit = reinterpret_cast<void (*)(int)>(dlsym(RTLD_NEXT, "exit"));
     g_resolved.store(true, std::memory_order_release);
 }
 
@@ -262,6 +264,33 @@ __attribute__((visibility("default"))) int execle(const char* path, const char* 
     return execve(path, argv, envp);
 }
 #undef GT_COLLECT_ARGS
+
+// The start of shutdown, for the analyzer (recorder_program_exiting): main returning, seen by
+// running main inside ours, or exit() called by the program. Static destructors and atexit
+// handlers that empty a cache run after it, and do not make a growing cache look bounded.
+using MainFn = int (*)(int, char**, char**);
+using StartMainFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
+MainFn g_program_main = nullptr;
+
+int main_then_exiting(int argc, char** argv, char** envp) {
+    int status = g_program_main(argc, argv, envp);
+    recorder_program_exiting();
+    return status;
+}
+
+__attribute__((visibility("default"))) int __libc_start_main(MainFn main, int argc, char** argv, void (*init)(),
+                                                            void (*fini)(), void (*rtld_fini)(), void* stack_end) {
+    auto real = reinterpret_cast<StartMainFn>(dlsym(RTLD_NEXT, "__libc_start_main"));
+    g_program_main = main;
+    return real(main_then_exiting, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+__attribute__((visibility("default"), noreturn)) void exit(int status) {
+    ready();
+    recorder_program_exiting();
+    g_real.exit(status);
+    __builtin_unreachable();
+}
 
 __attribute__((visibility("default"))) int dlclose(void* handle) {
     ready();

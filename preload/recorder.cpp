@@ -523,6 +523,15 @@ void recorder_after_fork_in_parent(int child_pid) {
     writer_emit(rec.varint(static_cast<uint64_t>(child_pid)).string(path));
 }
 
+void recorder_program_exiting() {
+    if (!tracer_active()) return;
+    RecursionGuard guard;
+    uint64_t ticks = now_ticks();
+    writer_note_exit(ticks);
+    format::RecordEncoder rec(RecordKind::Exiting);
+    writer_emit(rec.varint(ticks));
+}
+
 bool recorder_before_exec() {
     // A vfork child shares our memory but not our file descriptors (the program may even have
     // closed them): it must not touch the tracer's state. Its exec'd image traces itself.

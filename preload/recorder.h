@@ -41,6 +41,10 @@ uint32_t record_stack(uint64_t skip_begin, uint64_t skip_end);
 void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t size);
 
 void recorder_after_fork_in_parent(int child_pid);
+// The program begins to exit (main returned, exit() called, or CPython's atexit): an Exiting
+// record, after which the analyzer counts no more frees (shutdown is not the steady state).
+void recorder_program_exiting();
+
 // Before an exec: the trace so far is flushed. Returns whether the new image will be traced.
 bool recorder_before_exec();
 void recorder_before_dlclose();

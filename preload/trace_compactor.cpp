@@ -133,9 +133,14 @@ void TraceCompactor::put(uint8_t kind, const uint8_t* payload, size_t size) {
     sink_(record_, static_cast<size_t>(body - record_) + size);
 }
 
+void TraceCompactor::mark_exit(uint64_t ticks) {
+    if (ticks && (!exit_ticks_ || ticks < exit_ticks_)) exit_ticks_ = ticks;
+}
+
 void TraceCompactor::sync_time(uint64_t ticks) {
     auto delta = static_cast<int64_t>(ticks - written_ticks_);
-    if (delta < kTimeQuantum && delta > -kTimeQuantum) return;
+    bool crosses_exit = exit_ticks_ && (written_ticks_ > exit_ticks_) != (ticks > exit_ticks_);
+    if (!crosses_exit && delta < kTimeQuantum && delta > -kTimeQuantum) return;
     uint8_t payload[format::kMaxVarintBytes];
     size_t n = static_cast<size_t>(format::put_varint(payload, format::zigzag_encode(delta)) - payload);
     put(static_cast<uint8_t>(RecordKind::Time), payload, n);
@@ -261,6 +266,7 @@ void TraceCompactor::reset() {
     pending_.clear();
     allocations_ = 0;
     cycle_ = 0;
+    exit_ticks_ = 0;
 }
 
 }  // namespace growtrace::preload

@@ -30,6 +30,10 @@ public:
     void end_cycle();
     // A forked child starts a new trace with nothing live.
     void reset();
+    // The program began to exit at `ticks` (Exiting record): the times written from now on
+    // are exact where they cross it, so the reader can tell the frees of shutdown from those
+    // before, though times are otherwise written to kTimeQuantum only.
+    void mark_exit(uint64_t ticks);
 
     uint64_t live_allocations() const { return live_.size; }
 
@@ -73,6 +77,7 @@ private:
     uint64_t run_ticks_ = 0;    // ticks of the last event decoded (thread's own clock)
     uint64_t run_addr_ = 0;
     uint64_t written_ticks_ = 0;  // time the reader believes the run is at
+    uint64_t exit_ticks_ = 0;     // 0: not exiting
     Sink sink_ = nullptr;
     uint8_t record_[kMaxRebasedRecord + 1 + 10] = {};
 };

@@ -45,6 +45,7 @@ unsigned g_tick_ms = 100;
 int g_statm_fd = -1;
 
 constinit TraceCompactor g_compactor;
+std::atomic<uint64_t> g_exit_ticks{0};  // writer_note_exit
 uint8_t* g_block = nullptr;  // records being assembled into the next block
 size_t g_block_used = 0, g_block_capacity = 0;
 bool g_write_failed = false;
@@ -113,6 +114,7 @@ void collect(Buffer* buffer) {
 void write_thread_runs() {
     g_collected_count = 0;
     recorder_collect_thread_buffers(collect);
+    g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     for (Buffer* b = pool_take_full(); b;) {
         Buffer* next = b->next;
         collect(b);
@@ -203,6 +205,11 @@ void writer_emit(const format::RecordEncoder& record) {
     pthread_mutex_unlock(&g_global_mutex);
 }
 
+void writer_note_exit(uint64_t ticks) {
+    uint64_t seen = g_exit_ticks.load(std::memory_order_relaxed);
+    while ((!seen || ticks < seen) && !g_exit_ticks.compare_exchange_weak(seen, ticks)) {}
+}
+
 void writer_request_module_scan() {
     g_scan_requested.store(true, std::memory_order_relaxed);
     pthread_cond_signal(&g_wake_cond);
@@ -237,6 +244,7 @@ void writer_parent_after_fork() {
 void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms) {
     g_global_used = 0;  // the parent's records
     g_compactor.reset();  // and its live allocations
+    g_exit_ticks.store(0);
     g_block_used = 0;
     g_write_failed = false;
     pthread_mutex_unlock(&g_global_mutex);
@@ -258,6 +266,7 @@ void writer_reset_for_attach() {
     g_global_used = 0;
     pthread_mutex_unlock(&g_global_mutex);
     g_compactor.reset();
+    g_exit_ticks.store(0);
     g_block_used = 0;
     g_write_failed = false;
     pthread_mutex_unlock(&g_cycle_mutex);

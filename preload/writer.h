@@ -17,6 +17,8 @@ bool writer_start(TraceFile* file, unsigned tick_ms);
 
 // Queue a record of the tracer's own (module, time mark, fork, exec...). Thread-safe.
 void writer_emit(const format::RecordEncoder& record);
+// The program began to exit at `ticks` (its Exiting record is emitted by the caller).
+void writer_note_exit(uint64_t ticks);
 
 // Ask for a module rescan at the next opportunity (an unknown instruction pointer was seen).
 void writer_request_module_scan();

@@ -129,11 +129,7 @@ void type_created(const growtrace_py_type_info* t) {
               t->metaclass_len);
 }
 
-void process_exiting() {
-    RecursionGuard guard;
-    RecordEncoder rec(RecordKind::Exiting);
-    writer_emit(rec.varint(now_ticks()));
-}
+void process_exiting() { recorder_program_exiting(); }
 
 growtrace_py_api g_api_table = {
     sizeof(growtrace_py_api), GROWTRACE_PY_API_VERSION, GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL, 0,

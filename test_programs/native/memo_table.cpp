@@ -4,9 +4,12 @@
 // bucket arrays are allocated on other stacks (inside std::unordered_map), and every request
 // also makes short-lived allocations in handle_request that are freed before it returns.
 //
-// usage: memo_table [REQUESTS=1000] [SLEEP_US=2000] [--release-at-exit]
+// usage: memo_table [REQUESTS=1000] [SLEEP_US=2000] [--release-at-exit] [--static-owner] [--exit]
 //   SLEEP_US is slept after each request, so the default run lasts about 2 s.
-//   --release-at-exit frees every block before exiting (a cache emptied at shutdown).
+//   --release-at-exit frees every block before main returns.
+//   --static-owner makes the table a static object whose destructor frees every block once
+//   main has returned (a C++ cache emptied by the runtime at shutdown, which is not the
+//   program's steady state); --exit leaves through exit(0) instead of returning from main.
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,8 +23,17 @@ namespace {
 
 constexpr size_t kResultSize = 1000;
 
-// Never destroyed, like most process-wide caches.
+// Never destroyed, like most process-wide caches (unless --static-owner).
 std::unordered_map<unsigned long, char*>* g_memo = nullptr;
+
+// --static-owner: the table belongs to a static object, destroyed at exit.
+struct StaticOwner {
+    std::unordered_map<unsigned long, char*> table;
+    ~StaticOwner() {
+        for (auto& [key, block] : table) free(block);
+    }
+};
+StaticOwner g_owner;
 
 __attribute__((noinline)) char* remember_result(unsigned long key) {
     char* block = static_cast<char*>(malloc(kResultSize));  // LINE-MARK: remember_result
@@ -49,11 +61,15 @@ __attribute__((noinline)) unsigned long handle_request(unsigned long key) {
 int main(int argc, char** argv) {
     long requests = 1000;
     long sleep_us = 2000;
-    bool release_at_exit = false;
+    bool release_at_exit = false, static_owner = false, call_exit = false;
     int positional = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--release-at-exit") == 0) {
             release_at_exit = true;
+        } else if (strcmp(argv[i], "--static-owner") == 0) {
+            static_owner = true;
+        } else if (strcmp(argv[i], "--exit") == 0) {
+            call_exit = true;
         } else if (positional == 0) {
             requests = atol(argv[i]);
             ++positional;
@@ -62,7 +78,7 @@ int main(int argc, char** argv) {
             ++positional;
         }
     }
-    g_memo = new std::unordered_map<unsigned long, char*>();
+    g_memo = static_owner ? &g_owner.table : new std::unordered_map<unsigned long, char*>();
     unsigned long checksum = 0;
     for (long i = 0; i < requests; ++i) {
         checksum += handle_request(static_cast<unsigned long>(i) * 7919 + 1);
@@ -71,7 +87,10 @@ int main(int argc, char** argv) {
     printf("memo_table: %zu entries of %zu bytes, checksum %lu\n", g_memo->size(), kResultSize, checksum);
     if (release_at_exit) {
         for (auto& [key, block] : *g_memo) free(block);
-        delete g_memo;
+        if (!static_owner) delete g_memo;
+        else g_owner.table.clear();
     }
+    fflush(stdout);
+    if (call_exit) exit(0);
     return 0;
 }

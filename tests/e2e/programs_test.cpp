@@ -36,6 +36,33 @@ TEST(Programs, MemoTableIsFlaggedAtRememberResult) {
     EXPECT_EQ(fail.exit_code, kExitGrowthFound) << fail.err;
 }
 
+// A C++ cache owned by a static object is emptied by its destructor once main has returned
+// (or exit() was called): that is shutdown, not the program's steady state, and the growth
+// is still reported whole.
+class MemoTableFreedAtShutdown : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(MemoTableFreedAtShutdown, IsStillFlaggedWithEveryBlock) {
+    ScratchDir dir;
+    std::string trace = dir / "memo.gtrace";
+    std::vector<std::string> args{GT_PROGRAM_MEMO_TABLE, "1000", "2000"};
+    args.insert(args.end(), GetParam().begin(), GetParam().end());
+    trace_program(dir, trace, args);
+    nlohmann::json json = analyze_json(dir, trace);
+    Report report(json);
+    auto site = report.stack_at("remember_result", "memo_table.cpp", marker_line("memo_table.cpp", "remember_result"));
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_EQ(site->live_bytes, 1000u * 1000u);
+    EXPECT_EQ(site->live_count, 1000u);
+    EXPECT_TRUE(site->flagged) << report.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Exits, MemoTableFreedAtShutdown,
+                         ::testing::Values(std::vector<std::string>{"--static-owner"},
+                                           std::vector<std::string>{"--static-owner", "--exit"}),
+                         [](const ::testing::TestParamInfo<std::vector<std::string>>& info) {
+                             return std::string(info.param.size() == 1 ? "ReturnFromMain" : "ExitCall");
+                         });
+
 TEST(Programs, BoundedLruIsNotFlagged) {
     ScratchDir dir;
     std::string trace = dir / "lru.gtrace";

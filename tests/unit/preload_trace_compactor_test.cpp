@@ -308,6 +308,28 @@ TEST_F(TraceCompactorTest, LargeClockMoveWritesTimeRecordSmallOneDoesNot) {
     EXPECT_EQ(out[3].a, 16u);
 }
 
+// Times are written to a quantum only, except where they cross the start of shutdown: a free
+// made a few ticks after exit began must be read as after it, one made before as before.
+TEST_F(TraceCompactorTest, TimeCrossingTheExitIsWrittenExactlyBothWays) {
+    constexpr uint64_t kBase = 1'000'000;
+    compactor.mark_exit(kBase + 50);
+    RunBuilder run;
+    run.thread(1, kBase).alloc(kBase + 10, 8, kA, 1).free(kBase + 60, kA);
+    run.thread(2, kBase).alloc(kBase + 20, 16, kB, 1);  // another thread's run, before the exit
+    std::vector<OutRecord> out = process(run);
+    ASSERT_EQ(kinds(out), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact, RecordKind::Time,
+                                                   RecordKind::FreeCompact, RecordKind::Thread,
+                                                   RecordKind::AllocCompact}));
+    EXPECT_EQ(format::zigzag_decode(out[2].a), 60);  // from the run's base, exactly to the free
+    // Without an exit mark the same small moves write no Time record.
+    compactor.reset();
+    sizes.clear();
+    RunBuilder plain;
+    plain.thread(1, kBase).alloc(kBase + 10, 8, kA, 1).free(kBase + 60, kA);
+    EXPECT_EQ(kinds(process(plain)), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact,
+                                                              RecordKind::FreeCompact}));
+}
+
 TEST_F(TraceCompactorTest, ResetForgetsLiveAllocations) {
     RunBuilder before;
     before.thread(1, 0).alloc(10, 100, kA, 1);

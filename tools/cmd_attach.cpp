@@ -138,6 +138,39 @@ std::optional<std::string> check_target(int pid, bool attaching) {
     return std::nullopt;
 }
 
+// gdb runs our calls on the thread it stopped. If that thread was inside malloc (holding its
+// arena lock) or the dynamic loader, dlopen on it waits for itself for ever. This gdb Python
+// script selects a thread with none of those in its stack (the first such; else it keeps the
+// main thread, as before).
+constexpr const char* kSelectSafeThread = R"(
+import gdb
+def _gt_unsafe(thread):
+    thread.switch()
+    frame, depth = gdb.newest_frame(), 0
+    while frame is not None and depth < 96:
+        name = frame.name() or ""
+        lib = gdb.solib_name(frame.pc()) or ""
+        if ("alloc" in name or "free" in name or name.startswith(("_int_", "_dl_", "dl_", "__libc_dl", "_IO_"))
+                or "fork" in name or "libgrowtrace" in lib or "/ld-linux" in lib):
+            return True
+        frame, depth = frame.older(), depth + 1
+    return False
+_gt_threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
+_gt_safe = [t for t in _gt_threads if not _gt_unsafe(t)]
+(_gt_safe[0] if _gt_safe else _gt_threads[0]).switch()
+)";
+
+// `python exec("...")`: the script as one gdb command.
+std::string gdb_python_command(const std::string& script) {
+    std::string literal = "\"";
+    for (char c : script) {
+        if (c == '\\' || c == '"') literal += '\\';
+        if (c == '\n') literal += "\\n";
+        else literal += c;
+    }
+    return "python exec(" + literal + "\")";
+}
+
 struct GdbResult {
     bool started = false;
     bool timed_out = false;
@@ -151,7 +184,8 @@ GdbResult run_gdb(int pid, const std::vector<std::string>& commands) {
     GdbResult result;
     std::vector<std::string> args = {"gdb", "-p", std::to_string(pid), "-batch", "-nx",
                                      "-iex", "set debuginfod enabled off", "-iex", "set auto-load off",
-                                     "-iex", "set print thread-events off", "-ex", "set confirm off"};
+                                     "-iex", "set print thread-events off", "-ex", "set confirm off",
+                                     "-ex", gdb_python_command(kSelectSafeThread)};
     for (const std::string& c : commands) {
         args.push_back("-ex");
         args.push_back(c);

@@ -202,7 +202,9 @@ TEST(AnalyzerRetention, HeapCurveFollowsSteadyGrowthAcrossWindowWidening) {
     for (uint32_t w = 0; w < r.num_windows; ++w) {
         EXPECT_EQ(r.heap[w].window, w);
         level += static_cast<int64_t>(r.heap[w].births_bytes) - static_cast<int64_t>(r.heap[w].deaths_bytes);
-        if (w + 1 < r.num_windows) EXPECT_LT(level, 100 * static_cast<int64_t>(kEvents)) << "window " << w;
+        if (w + 1 < r.num_windows) {
+            EXPECT_LT(level, 100 * static_cast<int64_t>(kEvents)) << "window " << w;
+        }
         EXPECT_GE(level, previous);
         previous = level;
     }

@@ -223,6 +223,9 @@ __attribute__((visibility("default"))) int execvpe(const char* file, char* const
     return g_real.execvpe(file, argv, e);
 }
 
+// glibc declares `arg` non-null, but execl(path, NULL) is accepted by the kernel and used:
+// the check stays.
+#pragma GCC diagnostic ignored "-Wnonnull-compare"
 // The list forms: glibc's own execl/execlp/execle call execve internally, past our hook, so
 // without these the events before the exec were never flushed. Their argument vector is
 // rebuilt on the stack (exec must not allocate: it may run in a vfork child).

@@ -262,6 +262,22 @@ std::vector<TimelinePoint> build_timeline(const RetentionResult& r, const Collec
 
 namespace {
 // Caches and classes from the CPython agent's records; their stacks are symbolized here.
+// A growing stack whose live memory was nearly all allocated while computing missed entries
+// of one growing cache is that cache's memory: the report names the cache, not each of them.
+void explain_by_caches(AnalysisResult& out, const PythonTracker& python) {
+    constexpr double kExplainedShare = 0.9;
+    for (GroupReport& g : out.findings) {
+        for (const CacheReport& cache : out.cache_findings) {
+            uint64_t bytes = 0;
+            for (uint64_t id : g.stack_ids) bytes += python.live_cache_bytes(cache.cache.cache_id, id);
+            if (g.retained_bytes && static_cast<double>(bytes) >= kExplainedShare * static_cast<double>(g.retained_bytes)) {
+                g.explained_by_cache = cache.cache.name;
+                break;
+            }
+        }
+    }
+}
+
 void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer) {
     if (c.python.empty()) return;
     auto seconds = [&](uint64_t ticks) { return c.clock.seconds(static_cast<double>(ticks)); };
@@ -280,6 +296,7 @@ void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symboliz
     }
     if (out.caches.size() > kMaxReportedGroups) out.caches.resize(kMaxReportedGroups);
     if (out.types.size() > kMaxReportedGroups) out.types.resize(kMaxReportedGroups);
+    explain_by_caches(out, c.python);
 }
 }  // namespace
 

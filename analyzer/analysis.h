@@ -24,6 +24,9 @@ struct GroupReport {
     uint64_t allocated_bytes = 0;
     // Bytes this group held at the end of each window (same windows as the timeline).
     std::vector<uint64_t> retained_series;
+    // A growing cache whose missed entries hold (nearly) all of what this group retains:
+    // the group is a consequence of that finding, not a separate cause. Empty if none.
+    std::string explained_by_cache;
 };
 
 struct TimelinePoint {

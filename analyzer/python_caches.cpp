@@ -150,7 +150,8 @@ void PythonTracker::on_alloc_compact(const AllocCompactEvent& e) {
     auto it = open_misses_.find(e.tid);
     if (it == open_misses_.end() || it->second.empty()) return;
     uint64_t id = it->second.back().first;
-    tagged_[e.seq] = {id, e.size};
+    tagged_[e.seq] = {id, e.size, e.stack_id};
+    live_by_cache_stack_[{id, e.stack_id}] += e.size;
     Cache& c = cache(id);
     c.live_bytes += e.size;
     ++c.live_count;
@@ -168,7 +169,13 @@ void PythonTracker::on_free_compact(const FreeCompactEvent& e) {
     c.live_bytes -= it->second.size;
     --c.live_count;
     add_retained(c, e.ticks, -static_cast<int64_t>(it->second.size));
+    live_by_cache_stack_[{it->second.cache_id, it->second.stack_id}] -= it->second.size;
     tagged_.erase(it);
+}
+
+uint64_t PythonTracker::live_cache_bytes(uint64_t cache_id, uint64_t stack_id) const {
+    auto it = live_by_cache_stack_.find({cache_id, stack_id});
+    return it == live_by_cache_stack_.end() ? 0 : it->second;
 }
 
 PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seconds, double end_s) {

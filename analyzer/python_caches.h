@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -89,6 +90,10 @@ public:
     // Stack id of an allocation still alive (for classes reported without a stack).
     bool empty() const { return caches_.empty() && types_.empty(); }
 
+    // Bytes still live at the end that were allocated by stack `stack_id` while computing a
+    // missed entry of cache `cache_id`.
+    uint64_t live_cache_bytes(uint64_t cache_id, uint64_t stack_id) const;
+
 private:
     struct Cache {
         CacheCreateRecord info;
@@ -108,6 +113,7 @@ private:
     struct Tag {
         uint64_t cache_id;
         uint64_t size;
+        uint64_t stack_id;
     };
 
     Cache& cache(uint64_t id);
@@ -116,6 +122,7 @@ private:
     std::unordered_map<uint64_t, Cache> caches_;
     std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> open_misses_;  // tid -> (cache, seq)
     std::unordered_map<uint64_t, Tag> tagged_;  // allocation seq -> cache
+    std::map<std::pair<uint64_t, uint64_t>, uint64_t> live_by_cache_stack_;  // (cache, stack) -> bytes
     std::vector<ClassRecord> types_;
     std::unordered_map<uint64_t, size_t> type_by_allocation_;  // allocation seq -> types_ index
     std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;

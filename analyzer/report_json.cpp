@@ -31,7 +31,8 @@ json finding_json(const GroupReport& g) {
             {"stack_ids", g.stack_ids},
             {"frames", frames_json(g.frames)},
             {"allocated_bytes", g.allocated_bytes},
-            {"retained_series", g.retained_series}};
+            {"retained_series", g.retained_series},
+            {"explained_by_cache", g.explained_by_cache.empty() ? json(nullptr) : json(g.explained_by_cache)}};
 }
 
 json group_json(const GroupReport& g) {

@@ -67,6 +67,20 @@ void write_cache_finding(size_t number, const CacheReport& c, std::ostream& out)
     write_frames(c.inserted_from, out);
 }
 
+// The growing stacks that only hold this cache's entries, in one line instead of one finding each.
+void write_explained_stacks(const CacheReport& c, const AnalysisResult& r, std::ostream& out) {
+    size_t count = 0;
+    uint64_t bytes = 0;
+    for (const GroupReport& g : r.findings) {
+        if (g.explained_by_cache != c.cache.name) continue;
+        ++count;
+        bytes += g.retained_bytes;
+    }
+    if (count)
+        out << fmt::format("    its entries are what {} more growing stack{} hold ({}); --json marks them explained_by_cache\n",
+                           count, count == 1 ? "" : "s", human_bytes(bytes));
+}
+
 void write_type_finding(size_t number, const TypeReport& t, std::ostream& out) {
     const TypeFinding& f = t.type;
     out << fmt::format("\n#{} class {} is created again and again: {} created, {} alive ({:.1f}/s since {:.1f} s), confidence {:.2f}; created from:\n",
@@ -95,15 +109,21 @@ void write_text_report(const AnalysisResult& r, std::ostream& out) {
                            r.command, r.pid, r.duration_s);
     }
     size_t number = 0;
-    for (const auto& c : r.cache_findings) write_cache_finding(++number, c, out);
+    for (const auto& c : r.cache_findings) {
+        write_cache_finding(++number, c, out);
+        write_explained_stacks(c, r, out);
+    }
     for (const auto& t : r.type_findings) write_type_finding(++number, t, out);
-    for (size_t i = 0; i < r.findings.size(); ++i) {
+    std::vector<const GroupReport*> unexplained;
+    for (const GroupReport& g : r.findings)
+        if (g.explained_by_cache.empty()) unexplained.push_back(&g);
+    for (size_t i = 0; i < unexplained.size(); ++i) {
         if (i == kMaxPrintedStackFindings) {
             out << fmt::format("\n... and {} more growing stacks (growtrace analyze --json lists them all)\n",
-                               r.findings.size() - i);
+                               unexplained.size() - i);
             break;
         }
-        const GroupReport& g = r.findings[i];
+        const GroupReport& g = *unexplained[i];
         out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {} live allocations, confidence {:.2f}\n",
                            ++number, human_bytes(g.retained_bytes), human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s,
                            g.live_allocations, g.verdict.confidence);

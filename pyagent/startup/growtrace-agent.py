@@ -309,7 +309,7 @@ def where_bound(bindings, fn, fallback):
     chosen = None
     for module_name, name, _is_method in bindings:
         module = sys.modules.get(module_name)
-        filename = getattr(module, "__file__", None)
+        filename = module_file(module)
         if not isinstance(filename, str):
             continue
         if code is not None and code.co_filename == filename:
@@ -321,13 +321,21 @@ def where_bound(bindings, fn, fallback):
             break
     if chosen is None and bindings:
         module = sys.modules.get(bindings[0][0])
-        filename = getattr(module, "__file__", None)
+        filename = module_file(module)
         chosen = (bindings[0][0], filename if isinstance(filename, str) else "", 0)
     if chosen is None:
         return [], False, fallback
     names = [name for module_name, name, _ in bindings if module_name == chosen[0]]
     is_method = any(m for module_name, _, m in bindings if module_name == chosen[0])
     return names, is_method, chosen
+
+
+def module_file(module):
+    # From the module's own dict: getattr would run a module-level __getattr__ (PEP 562).
+    try:
+        return type(module).__dict__["__dict__"].__get__(module).get("__file__") if module is not None else None
+    except Exception:
+        return None
 
 
 def assignment_line(filename, name):

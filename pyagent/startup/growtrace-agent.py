@@ -73,27 +73,10 @@ def install(ext, log_path, agent_path, api=0, attached=False):
 
     def find_bindings(wrapper, module_names):
         names, is_method = [], False
-        for module_name in module_names:
-            module = sys.modules.get(module_name)
-            if module is None or not isinstance(module, module_type):
-                continue
-            try:
-                items = list(module.__dict__.items())
-            except Exception:
-                continue
-            for key, value in items:
-                if value is wrapper:
-                    names.append(f"{module_name}.{key}")
-                elif issubclass(type(value), type):
-                    try:
-                        attrs = list(type.__dict__["__dict__"].__get__(value).items())
-                        owner = type.__dict__["__qualname__"].__get__(value)
-                    except Exception:
-                        continue
-                    for attr, attr_value in attrs:
-                        if attr_value is wrapper:
-                            names.append(f"{module_name}.{owner}.{attr}")
-                            is_method = True
+        for _module_name, name, value, method in module_bindings(sys, module_type, module_names, False):
+            if value is wrapper:
+                names.append(name)
+                is_method |= method
         seen = set()
         return [n for n in names if not (n in seen or seen.add(n))], is_method
 
@@ -268,34 +251,42 @@ def install(ext, log_path, agent_path, api=0, attached=False):
     return features
 
 
-def binding_index(sys, module_type, wrapper_type):
-    # id(wrapper) -> [(module name, "module.name" or "module.Class.name", is_method)], over
-    # every loaded module in one pass: an attached agent does not know who created a cache.
-    # A class counts only in the module that defines it (not everywhere it is imported).
-    index = {}
-    for module_name, module in list(sys.modules.items()):
-        if not isinstance(module, module_type):
+def module_bindings(sys, module_type, module_names, own_classes_only):
+    # (module name, "module.name" or "module.Class.name", value, is_method) for every global of
+    # the named loaded modules and every attribute of the classes among them, read from their
+    # dicts (no descriptor or __getattr__ runs). own_classes_only: a class counts only in the
+    # module that defines it, not everywhere it is imported.
+    for module_name in module_names:
+        module = sys.modules.get(module_name)
+        if module is None or not isinstance(module, module_type):
             continue
         try:
             items = list(module.__dict__.items())
         except Exception:
             continue
         for key, value in items:
-            if type(value) is wrapper_type:
-                index.setdefault(id(value), []).append((module_name, f"{module_name}.{key}", False))
-            elif issubclass(type(value), type):
-                try:
-                    attrs = type.__dict__["__dict__"].__get__(value)
-                    if attrs.get("__module__") != module_name:
-                        continue
-                    owner = type.__dict__["__qualname__"].__get__(value)
-                    attrs = list(attrs.items())
-                except Exception:
+            yield module_name, f"{module_name}.{key}", value, False
+            if not issubclass(type(value), type):
+                continue
+            try:
+                attrs = type.__dict__["__dict__"].__get__(value)
+                if own_classes_only and attrs.get("__module__") != module_name:
                     continue
-                for attr, attr_value in attrs:
-                    if type(attr_value) is wrapper_type:
-                        index.setdefault(id(attr_value), []).append(
-                            (module_name, f"{module_name}.{owner}.{attr}", True))
+                owner = type.__dict__["__qualname__"].__get__(value)
+                attrs = list(attrs.items())
+            except Exception:
+                continue
+            for attr, attr_value in attrs:
+                yield module_name, f"{module_name}.{owner}.{attr}", attr_value, True
+
+
+def binding_index(sys, module_type, wrapper_type):
+    # id(wrapper) -> [(module name, qualified name, is_method)] over every loaded module in one
+    # pass: an attached agent does not know who created a cache.
+    index = {}
+    for module_name, name, value, is_method in module_bindings(sys, module_type, list(sys.modules), True):
+        if type(value) is wrapper_type:
+            index.setdefault(id(value), []).append((module_name, name, is_method))
     return index
 
 

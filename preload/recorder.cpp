@@ -56,8 +56,10 @@ struct ThreadState {
         uint32_t ids[kMaxFrames + python::kMaxPythonFrames] = {};
     };
     StackCache stack;
-    StackTreeMemo nodes;      // recent stack-tree lookups
-    StackTreeMemo locations;  // recent Python frame locations
+    // Recent stack-tree lookups: Python programs walk through tens of thousands of distinct
+    // stack nodes (the memo's misses are most of the tracer's cache misses), so it is large.
+    StackTreeMemo<8192> nodes;
+    python::LocationMemo locations;  // recent Python frame locations
     // The same idea for Python frame locations: (code, offset) -> tagged frame id.
     int prev_py_count = 0;
     python::FrameRef prev_py[python::kMaxPythonFrames] = {};
@@ -381,7 +383,7 @@ void recorder_start() {
         return;
     }
     python::probe();
-    bool ok = unwinder_init() && g_tree.init(kStackTreeLog2) &&
+    bool ok = unwinder_init() && g_tree.init(kStackTreeLog2, StackTree::Layout::ByParent, python::present()) &&
               pthread_key_create(&g_thread_key, on_thread_exit) == 0 && g_file.open(g_config.output, TraceFile::Origin::Started);
     if (!ok) {
         g_tracer_state.store(static_cast<int>(TracerState::Stopped));
@@ -603,7 +605,7 @@ bool recorder_start_attached(const char* output) {
     g_pid = getpid();
     if (!initialised) {
         python::probe();
-        if (!unwinder_init() || !g_tree.init(kStackTreeLog2) || pthread_key_create(&g_thread_key, on_thread_exit) != 0)
+        if (!unwinder_init() || !g_tree.init(kStackTreeLog2, StackTree::Layout::ByParent, python::present()) || pthread_key_create(&g_thread_key, on_thread_exit) != 0)
             return false;
         pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
         initialised = true;

@@ -69,7 +69,7 @@ void allow_allocator_hooks(bool allowed) { g_allowed.store(allowed, std::memory_
 bool install_allocator_hooks() {
     if (g_installed.load(std::memory_order_relaxed)) return true;
     if (!g_allowed.load(std::memory_order_relaxed)) return false;
-    if (!present()) return false;
+    if (!initialized()) return false;
     FrameRef probe_frame;
     if (capture(&probe_frame, 1) == 0) return false;  // not initialised, or GIL not held here
     auto get = reinterpret_cast<GetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_GetAllocator"));

@@ -11,6 +11,10 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <atomic>
 
 #include <cstring>
 
@@ -29,9 +33,28 @@ struct Api {
     uint64_t eval_begin, eval_end;
 };
 Api g_api;
+// Prologues are a few instructions (one per cell and free variable); frames past this many
+// need not be checked for one.
+constexpr int32_t kPrologueBound = 64;
 bool g_present = false;
 bool g_probed = false;
-StackTree g_locations;  // (instruction offset, code object) -> id
+// A frame location is interned twice: (instruction offset, code object) -> location id, the
+// key the hot path has, and (line, code object) -> frame id, the PyFrame the trace names.
+// Several instructions of one line then share a frame, and the stacks through them a node.
+StackTree g_locations;
+StackTree g_frames;
+std::atomic<uint32_t>* g_frame_of = nullptr;  // location id -> frame id, 0 = not known yet
+size_t g_frame_of_bytes = 0;
+constexpr unsigned kLocationsLog2 = 20;
+
+bool map_frame_of() {
+    g_frame_of_bytes = sizeof(std::atomic<uint32_t>) << kLocationsLog2;
+    void* mem = mmap(g_frame_of, g_frame_of_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (g_frame_of ? MAP_FIXED : 0), -1, 0);
+    if (mem == MAP_FAILED) return false;
+    g_frame_of = static_cast<std::atomic<uint32_t>*>(mem);
+    return true;
+}
 
 template <typename F>
 bool resolve(F& fn, const char* name) {
@@ -76,33 +99,62 @@ bool probe() {
               resolve(g_api.this_thread_state, "PyGILState_GetThisThreadState") &&
               resolve(g_api.gil_holder, "_PyThreadState_UncheckedGet") &&
               resolve(g_api.addr_to_line, "PyCode_Addr2Line") &&
-              resolve(g_api.utf8, "PyUnicode_AsUTF8AndSize") && find_eval_loop() && g_locations.init(20);
+              resolve(g_api.utf8, "PyUnicode_AsUTF8AndSize") && find_eval_loop() && g_locations.init(kLocationsLog2) &&
+              g_frames.init(kLocationsLog2) && map_frame_of();
     g_present = ok;
     return ok;
 }
 
 bool present() { return g_present; }
 
+bool initialized() { return g_present && g_api.is_initialized(); }
+
 int capture(FrameRef* frames, int max_frames) {
-    if (!g_present || !g_api.is_initialized()) return 0;
-    PyThreadState* mine = g_api.this_thread_state();
-    if (!mine || mine != g_api.gil_holder() || !mine->cframe) return 0;
+    if (!g_present) return 0;
+    // The thread holding the GIL, if it is this one: then its frames are stable and its code
+    // objects may be referenced. The state's thread id answers cheaply; a state made in one
+    // thread and used in another (embedders) needs the slower lookup.
+    PyThreadState* mine = g_api.gil_holder();
+    if (!mine) return 0;
+    if (mine->thread_id != static_cast<unsigned long>(pthread_self()) && mine != g_api.this_thread_state()) return 0;
+    if (!mine->cframe) return 0;
     int count = 0;
     for (_PyInterpreterFrame* f = mine->cframe->current_frame; f && count < max_frames; f = f->previous) {
-        if (_PyFrame_IsIncomplete(f)) continue;
-        frames[count++] = {f->f_code, _PyInterpreterFrame_LASTI(f), f->is_entry};
+        PyCodeObject* code = f->f_code;
+        auto offset = static_cast<int32_t>(f->prev_instr - _PyCode_CODE(code));
+        // A frame still in its prologue (making cells, copying free variables) has not started
+        // and CPython leaves it out of tracebacks. Telling needs the code object's first
+        // traceable instruction, a likely cache miss in another object, so only frames near
+        // their start look at it.
+        if (offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable)
+            continue;
+        frames[count++] = {code, offset, f->is_entry};
     }
     return count;
 }
 
 bool is_eval_frame(uint64_t ip) { return ip >= g_api.eval_begin && ip < g_api.eval_end; }
 
-uint32_t intern(const FrameRef& frame, StackTreeMemo& memo, bool& created) {
-    uint32_t id = memo.intern(g_locations, static_cast<uint32_t>(frame.offset), reinterpret_cast<uint64_t>(frame.code),
-                                     created);
-    // The id stands for this code object from now on, so it must never be freed and its
-    // address reused by another one.
-    if (created) Py_INCREF(reinterpret_cast<PyObject*>(const_cast<void*>(frame.code)));
+uint32_t intern(const FrameRef& frame, LocationMemo& memo, bool& created) {
+    created = false;
+    auto offset = static_cast<uint32_t>(frame.offset);
+    auto code_key = reinterpret_cast<uint64_t>(frame.code);
+    if (uint32_t id = memo.find(g_frames.epoch(), offset, code_key)) return id;
+    bool new_location;
+    uint32_t location = g_locations.intern(offset, code_key, new_location);
+    if (!location) return 0;
+    uint32_t id = g_frame_of[location].load(std::memory_order_acquire);
+    if (!id) {
+        auto* code = reinterpret_cast<PyCodeObject*>(const_cast<void*>(frame.code));
+        int line = g_api.addr_to_line(code, frame.offset * static_cast<int>(sizeof(_Py_CODEUNIT)));
+        id = g_frames.intern(static_cast<uint32_t>(line > 0 ? line : 0), code_key, created);
+        if (!id) return 0;
+        // The id stands for this code object from now on, so it must never be freed and its
+        // address reused by another one.
+        if (created) Py_INCREF(reinterpret_cast<PyObject*>(code));
+        g_frame_of[location].store(id, std::memory_order_release);
+    }
+    memo.remember(offset, code_key, id);
     return id;
 }
 
@@ -116,6 +168,10 @@ void encode_frame(uint32_t id, const FrameRef& frame, format::RecordEncoder& out
     out.varint(line > 0 ? static_cast<uint64_t>(line) : 0);
 }
 
-void reset() { g_locations.reset(); }
+void reset() {
+    g_locations.reset();
+    g_frames.reset();
+    if (g_frame_of) map_frame_of();  // fresh zero pages
+}
 
 }  // namespace growtrace::preload::python

@@ -13,6 +13,9 @@ namespace growtrace::preload::python {
 
 inline constexpr int kMaxPythonFrames = 96;
 
+// A thread's memo of (code object, instruction) -> id lookups.
+using LocationMemo = StackTreeMemo<1024>;
+
 struct FrameRef {
     const void* code;  // PyCodeObject*, kept alive once interned
     int32_t offset;    // instruction index in the code object
@@ -22,6 +25,8 @@ struct FrameRef {
 // Finds the interpreter's symbols. Cheap to call again; false if this is not CPython 3.11.
 bool probe();
 bool present();
+// Py_IsInitialized(), false where there is no CPython 3.11.
+bool initialized();
 
 // The calling thread's Python frames, innermost first, if it runs Python and holds the GIL
 // (only then are its frames stable and may code objects be referenced). 0 otherwise.
@@ -31,7 +36,7 @@ int capture(FrameRef* frames, int max_frames);
 bool is_eval_frame(uint64_t ip);
 
 // Id of a frame location; `created` when the caller must write the PyFrame record.
-uint32_t intern(const FrameRef& frame, StackTreeMemo& memo, bool& created);
+uint32_t intern(const FrameRef& frame, LocationMemo& memo, bool& created);
 
 // Encodes the PyFrame record for a newly interned location.
 void encode_frame(uint32_t id, const FrameRef& frame, format::RecordEncoder& out);

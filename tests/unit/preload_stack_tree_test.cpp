@@ -23,6 +23,8 @@ struct Key {
     uint64_t ip;
 };
 
+class StackTreeLayouts : public ::testing::TestWithParam<StackTree::Layout> {};
+
 // Distinct keys, several sharing an ip (different parents) and several sharing a parent.
 std::vector<Key> make_keys(size_t count) {
     std::vector<Key> keys;
@@ -32,9 +34,9 @@ std::vector<Key> make_keys(size_t count) {
     return keys;
 }
 
-TEST(StackTree, SamePairGetsSameIdAndIsCreatedOnlyTheFirstTime) {
+TEST_P(StackTreeLayouts, SamePairGetsSameIdAndIsCreatedOnlyTheFirstTime) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(10));
+    ASSERT_TRUE(tree.init(10, GetParam()));
     bool created = false;
     uint32_t first = tree.intern(0, 0x401000, created);
     EXPECT_NE(first, 0u);
@@ -45,9 +47,27 @@ TEST(StackTree, SamePairGetsSameIdAndIsCreatedOnlyTheFirstTime) {
     EXPECT_EQ(tree.node_count(), 1u);
 }
 
-TEST(StackTree, SameIpUnderDifferentParentsGetsDifferentIds) {
+// Huge pages are advice the kernel may refuse; either way the table, and its reset (which
+// maps fresh pages and must advise them again), behave as with small pages.
+TEST(StackTree, WithHugePagesInternsAndResetsTheSame) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(10));
+    ASSERT_TRUE(tree.init(16, StackTree::Layout::ByParent, true));
+    std::vector<uint32_t> ids;
+    bool created = false;
+    for (uint64_t ip = 0; ip < 1000; ++ip) ids.push_back(tree.intern(static_cast<uint32_t>(ip % 3), 0x400000 + ip, created));
+    for (uint64_t ip = 0; ip < 1000; ++ip) {
+        EXPECT_EQ(tree.intern(static_cast<uint32_t>(ip % 3), 0x400000 + ip, created), ids[ip]);
+        EXPECT_FALSE(created);
+    }
+    tree.reset();
+    EXPECT_EQ(tree.node_count(), 0u);
+    EXPECT_EQ(tree.intern(2, 0x400002, created), 1u);
+    EXPECT_TRUE(created);
+}
+
+TEST_P(StackTreeLayouts, SameIpUnderDifferentParentsGetsDifferentIds) {
+    StackTree tree;
+    ASSERT_TRUE(tree.init(10, GetParam()));
     bool created = false;
     uint32_t root = tree.intern(0, 0x500000, created);
     uint32_t a = tree.intern(0, 0x401000, created);
@@ -63,9 +83,9 @@ TEST(StackTree, SameIpUnderDifferentParentsGetsDifferentIds) {
     EXPECT_EQ(tree.node_count(), 4u);
 }
 
-TEST(StackTree, IdsAreDenseFromOneInCreationOrder) {
+TEST_P(StackTreeLayouts, IdsAreDenseFromOneInCreationOrder) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(12));
+    ASSERT_TRUE(tree.init(12, GetParam()));
     std::vector<Key> keys = make_keys(500);
     for (size_t i = 0; i < keys.size(); ++i) {
         bool created = false;
@@ -82,7 +102,7 @@ TEST(StackTree, IdsAreDenseFromOneInCreationOrder) {
     EXPECT_EQ(tree.node_count(), keys.size());
 }
 
-TEST(StackTree, UninitialisedTreeReturnsZero) {
+TEST_P(StackTreeLayouts, UninitialisedTreeReturnsZero) {
     StackTree tree;
     bool created = true;
     EXPECT_EQ(tree.intern(0, 0x401000, created), 0u);
@@ -90,9 +110,9 @@ TEST(StackTree, UninitialisedTreeReturnsZero) {
     EXPECT_EQ(tree.node_count(), 0u);
 }
 
-TEST(StackTree, FullTableReturnsZeroButStillFindsExistingNodes) {
+TEST_P(StackTreeLayouts, FullTableReturnsZeroButStillFindsExistingNodes) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(4));  // 16 slots, load kept below 3/4
+    ASSERT_TRUE(tree.init(4, GetParam()));  // 16 slots, load kept below 3/4
     std::vector<Key> keys = make_keys(16);
     std::vector<uint32_t> ids;
     for (const Key& k : keys) {
@@ -126,9 +146,9 @@ TEST(StackTree, FullTableReturnsZeroButStillFindsExistingNodes) {
     }
 }
 
-TEST(StackTree, ResetForgetsNodesAndChangesEpoch) {
+TEST_P(StackTreeLayouts, ResetForgetsNodesAndChangesEpoch) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(10));
+    ASSERT_TRUE(tree.init(10, GetParam()));
     bool created = false;
     tree.intern(0, 0x401000, created);
     tree.intern(0, 0x402000, created);
@@ -154,7 +174,7 @@ TEST(StackTree, ResetForgetsNodesAndChangesEpoch) {
 TEST(StackTreeMemo, ReturnsTheTreesIdsAndReportsCreatedOnlyOnce) {
     StackTree tree;
     ASSERT_TRUE(tree.init(12));
-    auto memo = std::make_unique<StackTreeMemo>();
+    auto memo = std::make_unique<StackTreeMemo<1024>>();
     bool created = false;
 
     uint32_t a = memo->intern(tree, 0, 0x401000, created);
@@ -184,7 +204,7 @@ TEST(StackTreeMemo, AgreesWithTreeForMoreKeysThanItHolds) {
     // parent: some must meet in a memo entry, and each lookup there must still tell them apart.
     StackTree tree;
     ASSERT_TRUE(tree.init(14));
-    auto memo = std::make_unique<StackTreeMemo>();
+    auto memo = std::make_unique<StackTreeMemo<1024>>();
     std::vector<Key> keys;
     for (uint32_t parent = 1; parent <= 2048; ++parent) keys.push_back({parent, 0x401000});
     for (uint64_t i = 1; i <= 2048; ++i) keys.push_back({7, 0x500000 + i * 16});
@@ -207,7 +227,7 @@ TEST(StackTreeMemo, AgreesWithTreeForMoreKeysThanItHolds) {
 TEST(StackTreeMemo, GivesNoStaleIdsAfterTreeReset) {
     StackTree tree;
     ASSERT_TRUE(tree.init(10));
-    auto memo = std::make_unique<StackTreeMemo>();
+    auto memo = std::make_unique<StackTreeMemo<1024>>();
     bool created = false;
     uint32_t a = memo->intern(tree, 0, 0xa000, created);  // 1
     uint32_t b = memo->intern(tree, 0, 0xb000, created);  // 2
@@ -230,7 +250,7 @@ TEST(StackTreeMemo, GivesNoStaleIdsAfterTreeReset) {
 TEST(StackTreeMemo, PassesOnRefusalsOfAFullTreeAndRecoversAfterReset) {
     StackTree tree;
     ASSERT_TRUE(tree.init(4));
-    auto memo = std::make_unique<StackTreeMemo>();
+    auto memo = std::make_unique<StackTreeMemo<1024>>();
     bool created = false;
     std::vector<Key> keys = make_keys(16);
     size_t made = 0;
@@ -248,11 +268,11 @@ TEST(StackTreeMemo, PassesOnRefusalsOfAFullTreeAndRecoversAfterReset) {
 
 // Several threads intern the same keys in different orders, many times over. Each key must get
 // exactly one id, the same in every thread, with `created` reported once overall.
-void intern_concurrently(bool through_memos) {
+void intern_concurrently(bool through_memos, StackTree::Layout layout = StackTree::Layout::Hashed) {
     constexpr int kThreads = 4;
     constexpr int kRounds = 3;
     StackTree tree;
-    ASSERT_TRUE(tree.init(13));
+    ASSERT_TRUE(tree.init(13, layout));
     const std::vector<Key> keys = make_keys(3000);
     std::vector<std::atomic<int>> created_count(keys.size());
     std::vector<std::vector<uint32_t>> seen(kThreads, std::vector<uint32_t>(keys.size(), 0));
@@ -262,7 +282,7 @@ void intern_concurrently(bool through_memos) {
     std::vector<std::thread> threads;
     for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&, t] {
-            auto memo = std::make_unique<StackTreeMemo>();
+            auto memo = std::make_unique<StackTreeMemo<1024>>();
             std::vector<size_t> order(keys.size());
             std::iota(order.begin(), order.end(), size_t{0});
             std::mt19937 rng(1234 + t);
@@ -297,11 +317,47 @@ void intern_concurrently(bool through_memos) {
     EXPECT_EQ(tree.node_count(), keys.size());
 }
 
-TEST(StackTree, ConcurrentInterningGivesOneIdPerKeyCreatedOnce) { intern_concurrently(false); }
+TEST_P(StackTreeLayouts, ConcurrentInterningGivesOneIdPerKeyCreatedOnce) { intern_concurrently(false, GetParam()); }
 
 TEST(StackTreeMemo, ConcurrentInterningThroughPerThreadMemosGivesOneIdPerKeyCreatedOnce) {
     intern_concurrently(true);
+    intern_concurrently(true, StackTree::Layout::ByParent);
 }
+
+// ByParent places a parent's children next to it; one with far more children than fit there
+// spills to hashed places. Its neighbours' children must still be found, and ids stay exact.
+TEST(StackTree, ByParentLayoutKeepsIdsExactUnderAParentWithThousandsOfChildren) {
+    StackTree tree;
+    ASSERT_TRUE(tree.init(16, StackTree::Layout::ByParent));
+    std::vector<Key> keys;
+    for (uint32_t parent = 1; parent < 200; ++parent) {
+        size_t children = parent == 100 ? 20000 : parent % 5;
+        for (size_t c = 0; c < children; ++c) keys.push_back({parent, 0x400000 + c * 8});
+    }
+    std::mt19937 rng(7);
+    std::shuffle(keys.begin(), keys.end(), rng);
+    std::vector<std::pair<Key, uint32_t>> made;
+    for (const Key& k : keys) {
+        bool created = false;
+        uint32_t id = tree.intern(k.parent, k.ip, created);
+        ASSERT_TRUE(created);
+        ASSERT_EQ(id, made.size() + 1);
+        made.push_back({k, id});
+    }
+    std::shuffle(made.begin(), made.end(), rng);
+    for (const auto& [k, id] : made) {
+        bool created = true;
+        EXPECT_EQ(tree.intern(k.parent, k.ip, created), id);
+        EXPECT_FALSE(created);
+    }
+    EXPECT_EQ(tree.node_count(), keys.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, StackTreeLayouts,
+                         ::testing::Values(StackTree::Layout::Hashed, StackTree::Layout::ByParent),
+                         [](const ::testing::TestParamInfo<StackTree::Layout>& info) {
+                             return info.param == StackTree::Layout::Hashed ? "Hashed" : "ByParent";
+                         });
 
 }  // namespace
 }  // namespace growtrace::preload

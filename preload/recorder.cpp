@@ -165,14 +165,31 @@ bool make_room(ThreadState* ts, size_t needed) {
     return true;
 }
 
-// Appends kind | length | payload to the thread's buffer (room already made).
-void put_record(ThreadState* ts, RecordKind kind, const uint8_t* payload, size_t size) {
-    uint8_t* out = ts->buffer->data + ts->buffer->used;
-    *out++ = static_cast<uint8_t>(kind);
-    out = format::put_varint(out, size);
-    memcpy(out, payload, size);
-    ts->buffer->used = static_cast<size_t>(out + size - ts->buffer->data);
-}
+// A record of at most four varints, encoded straight into the thread's buffer (room already
+// made): its payload is under 128 bytes, so its length takes one byte, written at the end.
+class SmallRecord {
+public:
+    static constexpr size_t kMaxBytes = 2 + 4 * format::kMaxVarintBytes;
+    static_assert(kMaxBytes - 2 < 128, "the length must fit one varint byte");
+
+    SmallRecord(ThreadState* ts, RecordKind kind)
+        : ts_(ts), start_(ts->buffer->data + ts->buffer->used), end_(start_ + 2) {
+        start_[0] = static_cast<uint8_t>(kind);
+    }
+    SmallRecord& varint(uint64_t value) {
+        end_ = format::put_varint(end_, value);
+        return *this;
+    }
+    void commit() {
+        start_[1] = static_cast<uint8_t>(end_ - start_ - 2);
+        ts_->buffer->used = static_cast<size_t>(end_ - ts_->buffer->data);
+    }
+
+private:
+    ThreadState* ts_;
+    uint8_t* start_;
+    uint8_t* end_;
+};
 
 // The node (parent, ip), writing its StackNode record the first time. 0: table full, or no
 // room in the buffer for the record (the stack is cut there).
@@ -180,12 +197,8 @@ uint32_t intern_node(ThreadState* ts, uint32_t parent, uint64_t ip, bool* create
     bool created;
     uint32_t id = ts->nodes.intern(g_tree, parent, ip, created);
     if (id && created) {
-        if (!make_room(ts, 3 * format::kMaxVarintBytes + 8)) return 0;
-        uint8_t payload[3 * format::kMaxVarintBytes];
-        uint8_t* q = format::put_varint(payload, id);
-        q = format::put_varint(q, parent);
-        q = format::put_varint(q, ip);
-        put_record(ts, RecordKind::StackNode, payload, static_cast<size_t>(q - payload));
+        if (!make_room(ts, SmallRecord::kMaxBytes)) return 0;
+        SmallRecord(ts, RecordKind::StackNode).varint(id).varint(parent).varint(ip).commit();
     }
     if (created_out) *created_out = created;
     return id;
@@ -247,11 +260,18 @@ void tag_python_frames(ThreadState* ts, const python::FrameRef* py, int count, u
     ts->prev_py_count = count;
 }
 
-// Interns a Python-only stack (innermost first) against the thread's previous one.
-uint32_t intern_python_stack(ThreadState* ts, const python::FrameRef* py, int count) {
+// Captures and interns the calling thread's Python-only stack against its previous one.
+uint32_t intern_python_stack(ThreadState* ts) {
     ThreadState::PythonStackCache& prev = ts->python_stack;
+    python::FrameRef py[python::kMaxPythonFrames];
+    int change;
+    int count = python::capture_compared(py, python::kMaxPythonFrames, prev.frames, prev.count, change);
     int k = 0;  // frames shared with the previous stack, counted from the outermost
-    while (k < count && k < prev.count && same_location(prev.frames[k], py[count - 1 - k])) ++k;
+    if (count == prev.count) {
+        k = count - 1 - change;  // the capture compared them on its way
+    } else {
+        while (k < count && k < prev.count && same_location(prev.frames[k], py[count - 1 - k])) ++k;
+    }
     uint32_t parent = k ? prev.ids[k - 1] : 0;
     for (; k < count; ++k) {
         const python::FrameRef& frame = py[count - 1 - k];
@@ -286,14 +306,14 @@ int merge_python(const uint64_t* ips, int depth, const python::FrameRef* py, con
 }
 
 void put_alloc(ThreadState* ts, uint64_t ticks, void* ptr, size_t size, uint32_t stack) {
-    if (!make_room(ts, 5 * format::kMaxVarintBytes)) return;
-    uint8_t payload[4 * format::kMaxVarintBytes];
+    if (!make_room(ts, SmallRecord::kMaxBytes)) return;
     auto addr = reinterpret_cast<uint64_t>(ptr);
-    uint8_t* q = format::put_varint(payload, format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)));
-    q = format::put_varint(q, size);
-    q = format::put_varint(q, format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)));
-    q = format::put_varint(q, stack);
-    put_record(ts, RecordKind::Alloc, payload, static_cast<size_t>(q - payload));
+    SmallRecord(ts, RecordKind::Alloc)
+        .varint(format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)))
+        .varint(size)
+        .varint(format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)))
+        .varint(stack)
+        .commit();
     ts->last_ticks = ticks;
     ts->last_addr = addr;
 }
@@ -489,13 +509,13 @@ void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t si
     unlock(ts);
 }
 
+// The stack is captured with the thread's state locked, as it is compared with the previous
+// one there; the writer skips a busy thread rather than wait.
 void record_python_alloc(void* ptr, size_t size) {
-    python::FrameRef py[python::kMaxPythonFrames];
-    int py_count = python::capture(py, python::kMaxPythonFrames);
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
-    if (make_room(ts, 64)) put_alloc(ts, ticks, ptr, size, intern_python_stack(ts, py, py_count));
+    if (make_room(ts, 64)) put_alloc(ts, ticks, ptr, size, intern_python_stack(ts));
     unlock(ts);
 }
 
@@ -503,12 +523,12 @@ void record_free(void* ptr) {
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
-    if (make_room(ts, 3 * format::kMaxVarintBytes)) {
-        uint8_t payload[2 * format::kMaxVarintBytes];
+    if (make_room(ts, SmallRecord::kMaxBytes)) {
         auto addr = reinterpret_cast<uint64_t>(ptr);
-        uint8_t* q = format::put_varint(payload, format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)));
-        q = format::put_varint(q, format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)));
-        put_record(ts, RecordKind::Free, payload, static_cast<size_t>(q - payload));
+        SmallRecord(ts, RecordKind::Free)
+            .varint(format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)))
+            .varint(format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)))
+            .commit();
         ts->last_ticks = ticks;
         ts->last_addr = addr;
     }

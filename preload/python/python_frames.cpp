@@ -109,17 +109,26 @@ bool present() { return g_present; }
 
 bool initialized() { return g_present && g_api.is_initialized(); }
 
-int capture(FrameRef* frames, int max_frames) {
-    if (!g_present) return 0;
+namespace {
+
+// The frames of the calling thread if it holds the GIL, innermost first; nullptr otherwise.
+_PyInterpreterFrame* current_frame() {
+    if (!g_present) return nullptr;
     // The thread holding the GIL, if it is this one: then its frames are stable and its code
     // objects may be referenced. The state's thread id answers cheaply; a state made in one
     // thread and used in another (embedders) needs the slower lookup.
     PyThreadState* mine = g_api.gil_holder();
-    if (!mine) return 0;
-    if (mine->thread_id != static_cast<unsigned long>(pthread_self()) && mine != g_api.this_thread_state()) return 0;
-    if (!mine->cframe) return 0;
+    if (!mine) return nullptr;
+    if (mine->thread_id != static_cast<unsigned long>(pthread_self()) && mine != g_api.this_thread_state())
+        return nullptr;
+    return mine->cframe ? mine->cframe->current_frame : nullptr;
+}
+
+// Calls visit(code, offset, is_entry) for each started frame, innermost first, up to max_frames.
+template <typename Visit>
+inline int walk(int max_frames, Visit&& visit) {
     int count = 0;
-    for (_PyInterpreterFrame* f = mine->cframe->current_frame; f && count < max_frames; f = f->previous) {
+    for (_PyInterpreterFrame* f = current_frame(); f && count < max_frames; f = f->previous) {
         PyCodeObject* code = f->f_code;
         auto offset = static_cast<int32_t>(f->prev_instr - _PyCode_CODE(code));
         // A frame still in its prologue (making cells, copying free variables) has not started
@@ -128,9 +137,29 @@ int capture(FrameRef* frames, int max_frames) {
         // their start look at it.
         if (offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable)
             continue;
-        frames[count++] = {code, offset, f->is_entry};
+        visit(count++, code, offset, f->is_entry);
     }
     return count;
+}
+
+}  // namespace
+
+int capture(FrameRef* frames, int max_frames) {
+    return walk(max_frames, [&](int i, PyCodeObject* code, int32_t offset, bool entry) {
+        frames[i] = {code, offset, entry};
+    });
+}
+
+int capture_compared(FrameRef* frames, int max_frames, const FrameRef* previous, int previous_count,
+                     int& innermost_change) {
+    innermost_change = -1;
+    return walk(max_frames, [&](int i, PyCodeObject* code, int32_t offset, bool entry) {
+        frames[i] = {code, offset, entry};
+        if (i < previous_count) {
+            const FrameRef& p = previous[previous_count - 1 - i];
+            if (p.code != code || p.offset != offset) innermost_change = i;
+        }
+    });
 }
 
 bool is_eval_frame(uint64_t ip) { return ip >= g_api.eval_begin && ip < g_api.eval_end; }

@@ -32,6 +32,12 @@ bool initialized();
 // (only then are its frames stable and may code objects be referenced). 0 otherwise.
 int capture(FrameRef* frames, int max_frames);
 
+// The same, compared on the way with a previous capture stored outermost first: where the two
+// have the same depth, `innermost_change` is the innermost-first index of the outermost frame
+// that differs (-1: none), which saves a second pass over both. Meaningless where depths differ.
+int capture_compared(FrameRef* frames, int max_frames, const FrameRef* previous, int previous_count,
+                     int& innermost_change);
+
 // Is ip inside the evaluation loop, whose native frames stand for Python frames?
 bool is_eval_frame(uint64_t ip);
 

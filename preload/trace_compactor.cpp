@@ -133,6 +133,24 @@ void TraceCompactor::put(uint8_t kind, const uint8_t* payload, size_t size) {
     sink_(record_, static_cast<size_t>(body - record_) + size);
 }
 
+// The records written for every event hold one or two varints: encoded in place, with a
+// one-byte length, instead of through put()'s copy.
+void TraceCompactor::put_small(RecordKind kind, uint64_t a) {
+    uint8_t* end = format::put_varint(record_ + 2, a);
+    finish_small(kind, end);
+}
+
+void TraceCompactor::put_small(RecordKind kind, uint64_t a, uint64_t b) {
+    uint8_t* end = format::put_varint(format::put_varint(record_ + 2, a), b);
+    finish_small(kind, end);
+}
+
+void TraceCompactor::finish_small(RecordKind kind, const uint8_t* end) {
+    record_[0] = static_cast<uint8_t>(kind);
+    record_[1] = static_cast<uint8_t>(end - record_ - 2);  // at most 20 bytes: one length byte
+    sink_(record_, static_cast<size_t>(end - record_));
+}
+
 void TraceCompactor::mark_exit(uint64_t ticks) {
     if (ticks && (!exit_ticks_ || ticks < exit_ticks_)) exit_ticks_ = ticks;
 }
@@ -141,26 +159,19 @@ void TraceCompactor::sync_time(uint64_t ticks) {
     auto delta = static_cast<int64_t>(ticks - written_ticks_);
     bool crosses_exit = exit_ticks_ && (written_ticks_ > exit_ticks_) != (ticks > exit_ticks_);
     if (!crosses_exit && delta < kTimeQuantum && delta > -kTimeQuantum) return;
-    uint8_t payload[format::kMaxVarintBytes];
-    size_t n = static_cast<size_t>(format::put_varint(payload, format::zigzag_encode(delta)) - payload);
-    put(static_cast<uint8_t>(RecordKind::Time), payload, n);
+    put_small(RecordKind::Time, format::zigzag_encode(delta));
     written_ticks_ = ticks;
 }
 
 void TraceCompactor::emit_free_of(uint64_t id, uint64_t ticks) {
     sync_time(ticks);
-    uint8_t payload[format::kMaxVarintBytes];
-    size_t n = static_cast<size_t>(format::put_varint(payload, allocations_ - id) - payload);
-    put(static_cast<uint8_t>(RecordKind::FreeCompact), payload, n);
+    put_small(RecordKind::FreeCompact, allocations_ - id);
 }
 
 void TraceCompactor::emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack) {
     sync_time(ticks);
     uint64_t id = ++allocations_;
-    uint8_t payload[2 * format::kMaxVarintBytes];
-    uint8_t* q = format::put_varint(payload, size);
-    q = format::put_varint(q, stack);
-    put(static_cast<uint8_t>(RecordKind::AllocCompact), payload, static_cast<size_t>(q - payload));
+    put_small(RecordKind::AllocCompact, size, stack);
     Entry early_free;
     if (pending_.take_earliest_from(addr, ticks, early_free)) {
         emit_free_of(id, early_free.ticks);  // its run came first; it ends this allocation

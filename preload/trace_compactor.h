@@ -18,13 +18,17 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/trace_format.h"
+
 namespace growtrace::preload {
 
 class TraceCompactor {
 public:
     using Sink = void (*)(const uint8_t* data, size_t size);
 
-    // Rewrites one buffer of runs (each starting with a Thread record) into `sink`.
+    // Rewrites one buffer of runs (each starting with a Thread record) into `sink`, one record
+    // per call, from a buffer of at least kMaxRebasedRecord bytes (a sink may read past a
+    // small record's end, up to 16 bytes).
     void process(const uint8_t* data, size_t size, Sink sink);
     // Called once per writer cycle: ages unmatched frees.
     void end_cycle();
@@ -67,6 +71,9 @@ private:
     void emit_free_of(uint64_t id, uint64_t ticks);
     void sync_time(uint64_t ticks);
     void put(uint8_t kind, const uint8_t* payload, size_t size);
+    void put_small(format::RecordKind kind, uint64_t a);
+    void put_small(format::RecordKind kind, uint64_t a, uint64_t b);
+    void finish_small(format::RecordKind kind, const uint8_t* end);
 
     Table live_;     // allocations alive, by address
     Table pending_;  // frees that found no allocation yet

@@ -6,16 +6,25 @@
 #include <cstring>
 
 namespace growtrace::preload {
-bool StackTree::init(unsigned capacity_log2, Layout layout, bool huge_pages) {
-    layout_ = layout;
+namespace {
+// Fresh zero pages at `at` (or anywhere if null), advised and populated as asked.
+void* map_table(void* at, size_t bytes, const StackTree::Options& options) {
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (at ? MAP_FIXED : 0);
+    void* mem = mmap(at, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+    if (mem == MAP_FAILED) return nullptr;
+    if (options.huge_pages) madvise(mem, bytes, MADV_HUGEPAGE);  // advice only: fine if refused
+    if (options.populate) madvise(mem, bytes, MADV_POPULATE_WRITE);  // Linux 5.14+; else faults
+    return mem;
+}
+}  // namespace
+
+bool StackTree::init(unsigned capacity_log2, Options options) {
+    options_ = options;
     size_t slots = size_t{1} << capacity_log2;
     bytes_ = slots * sizeof(Slot);
-    void* mem = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem == MAP_FAILED) return false;
+    void* mem = map_table(nullptr, bytes_, options_);
+    if (!mem) return false;
     slots_ = static_cast<Slot*>(mem);
-    huge_pages_ = huge_pages;
-    if (huge_pages_) madvise(mem, bytes_, MADV_HUGEPAGE);  // advice only: fine if refused
     mask_ = slots - 1;
     // Keep the load factor below 3/4 so probe sequences stay short.
     max_nodes_ = static_cast<uint32_t>(slots / 4 * 3);
@@ -23,12 +32,12 @@ bool StackTree::init(unsigned capacity_log2, Layout layout, bool huge_pages) {
     return true;
 }
 
+bool StackTree::init(unsigned capacity_log2) { return init(capacity_log2, Options{}); }
+
 void StackTree::reset() {
     if (!slots_) return;
     // Fresh zero pages instead of a memset: cheap even for a large, sparsely used table.
-    mmap(slots_, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-         -1, 0);
-    if (huge_pages_) madvise(slots_, bytes_, MADV_HUGEPAGE);
+    map_table(slots_, bytes_, options_);
     next_id_.store(1, std::memory_order_relaxed);
     epoch_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -40,7 +49,7 @@ uint32_t StackTree::intern(uint32_t parent, uint64_t ip, bool& created) {
         // A parent with many children (a module body allocating on every line, code made at
         // run time) would grow one long run of slots near it that its neighbours' lookups also
         // have to cross: past a few probes, the search goes on at a hashed place instead.
-        if (probes == kNearProbes && layout_ == Layout::ByParent) i = hash(parent, ip);
+        if (probes == kNearProbes && options_.layout == Layout::ByParent) i = hash(parent, ip);
         Slot& slot = slots_[i & mask_];
         uint32_t id = slot.id.load(std::memory_order_acquire);
         if (id == 0) {

@@ -17,10 +17,21 @@ public:
     // tree, whose parents are its own dense ids, and must not be used for other keys.
     enum class Layout { Hashed, ByParent };
 
-    // Reserves address space for 2^capacity_log2 nodes; pages are touched only when used.
-    // `huge_pages` asks for 2 MiB pages: lookups of a large tree then miss the TLB far less,
-    // but a small tree's scattered slots each pull in a whole 2 MiB.
-    bool init(unsigned capacity_log2, Layout layout = Layout::Hashed, bool huge_pages = false);
+    struct Options {
+        Layout layout = Layout::Hashed;
+        // 2 MiB pages: lookups of a large tree then miss the TLB far less, but a small tree's
+        // scattered slots each pull in a whole 2 MiB.
+        bool huge_pages = false;
+        // Map every page at once instead of faulting each in on first use (twice: a read
+        // maps the zero page, the claiming write copies it). For tables that end up touched
+        // all over anyway; page faults are costly, most of all in virtual machines.
+        bool populate = false;
+    };
+
+    // Reserves address space for 2^capacity_log2 nodes; pages are touched only when used,
+    // unless options.populate.
+    bool init(unsigned capacity_log2, Options options);
+    bool init(unsigned capacity_log2);
     // Forgets every node (used in a forked child, whose trace starts a new tree).
     void reset();
 
@@ -44,7 +55,7 @@ private:
     // blocks are scattered over the table. A path's nodes then share a page and often a cache
     // line, where a plain hash would cost a cache and TLB miss per node.
     size_t home_slot(uint32_t parent, uint64_t ip) const {
-        if (layout_ == Layout::Hashed) return hash(parent, ip) & mask_;
+        if (options_.layout == Layout::Hashed) return hash(parent, ip) & mask_;
         auto block = static_cast<size_t>((uint64_t{parent >> 6} * 0x9E3779B97F4A7C15ull) >> 32);
         size_t within = (size_t{parent & 63} << 2) | static_cast<size_t>((ip * 0xC2B2AE3D27D4EB4Full) >> 62);
         return ((block << 8) | within) & mask_;
@@ -61,8 +72,7 @@ private:
     Slot* slots_ = nullptr;
     size_t mask_ = 0;
     size_t bytes_ = 0;
-    bool huge_pages_ = false;
-    Layout layout_ = Layout::Hashed;
+    Options options_;
     uint32_t max_nodes_ = 0;
     std::atomic<uint32_t> next_id_{1};
     std::atomic<uint32_t> epoch_{1};

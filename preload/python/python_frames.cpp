@@ -33,9 +33,11 @@ struct Api {
     uint64_t eval_begin, eval_end;
 };
 Api g_api;
-// Prologues are a few instructions (one per cell and free variable); frames past this many
-// need not be checked for one.
-constexpr int32_t kPrologueBound = 64;
+// A prologue is one instruction per cell and free variable, plus two in generators; frames
+// further in need not be checked for one. (Only a function with more than six of those, caught
+// allocating a cell in its prologue, would show a frame at its first line that CPython leaves
+// out.)
+constexpr int32_t kPrologueBound = 8;
 bool g_present = false;
 bool g_probed = false;
 // A frame location is interned twice: (instruction offset, code object) -> location id, the
@@ -45,13 +47,17 @@ StackTree g_locations;
 StackTree g_frames;
 std::atomic<uint32_t>* g_frame_of = nullptr;  // location id -> frame id, 0 = not known yet
 size_t g_frame_of_bytes = 0;
-constexpr unsigned kLocationsLog2 = 20;
+// Up to 393K locations (3/4 of the slots). Lookups are hashed, so a long-running program
+// touches every page: the tables are mapped at once, in huge pages (2 x 8 MiB).
+constexpr unsigned kLocationsLog2 = 19;
+constexpr StackTree::Options kLocationTables{StackTree::Layout::Hashed, true, true};
 
 bool map_frame_of() {
     g_frame_of_bytes = sizeof(std::atomic<uint32_t>) << kLocationsLog2;
     void* mem = mmap(g_frame_of, g_frame_of_bytes, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (g_frame_of ? MAP_FIXED : 0), -1, 0);
     if (mem == MAP_FAILED) return false;
+    madvise(mem, g_frame_of_bytes, MADV_POPULATE_WRITE);  // 2 MiB, touched all over: map it now
     g_frame_of = static_cast<std::atomic<uint32_t>*>(mem);
     return true;
 }
@@ -99,8 +105,8 @@ bool probe() {
               resolve(g_api.this_thread_state, "PyGILState_GetThisThreadState") &&
               resolve(g_api.gil_holder, "_PyThreadState_UncheckedGet") &&
               resolve(g_api.addr_to_line, "PyCode_Addr2Line") &&
-              resolve(g_api.utf8, "PyUnicode_AsUTF8AndSize") && find_eval_loop() && g_locations.init(kLocationsLog2) &&
-              g_frames.init(kLocationsLog2) && map_frame_of();
+              resolve(g_api.utf8, "PyUnicode_AsUTF8AndSize") && find_eval_loop() && g_locations.init(kLocationsLog2, kLocationTables) &&
+              g_frames.init(kLocationsLog2, kLocationTables) && map_frame_of();
     g_present = ok;
     return ok;
 }
@@ -124,42 +130,51 @@ _PyInterpreterFrame* current_frame() {
     return mine->cframe ? mine->cframe->current_frame : nullptr;
 }
 
-// Calls visit(code, offset, is_entry) for each started frame, innermost first, up to max_frames.
-template <typename Visit>
-inline int walk(int max_frames, Visit&& visit) {
-    int count = 0;
-    for (_PyInterpreterFrame* f = current_frame(); f && count < max_frames; f = f->previous) {
-        PyCodeObject* code = f->f_code;
-        auto offset = static_cast<int32_t>(f->prev_instr - _PyCode_CODE(code));
-        // A frame still in its prologue (making cells, copying free variables) has not started
-        // and CPython leaves it out of tracebacks. Telling needs the code object's first
-        // traceable instruction, a likely cache miss in another object, so only frames near
-        // their start look at it.
-        if (offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable)
-            continue;
-        visit(count++, code, offset, f->is_entry);
-    }
-    return count;
+// Whether a frame has not started yet (CPython leaves such frames out of tracebacks). Telling
+// needs the code object's first traceable instruction, a likely cache miss in another object,
+// so only frames near their start look at it.
+inline bool not_started(const _PyInterpreterFrame* f, const PyCodeObject* code, int32_t offset) {
+    return offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable;
+}
+
+inline int32_t offset_of(const _PyInterpreterFrame* f, PyCodeObject* code) {
+    return static_cast<int32_t>(f->prev_instr - _PyCode_CODE(code));
 }
 
 }  // namespace
 
 int capture(FrameRef* frames, int max_frames) {
-    return walk(max_frames, [&](int i, PyCodeObject* code, int32_t offset, bool entry) {
-        frames[i] = {code, offset, entry};
-    });
+    int count = 0;
+    for (_PyInterpreterFrame* f = current_frame(); f && count < max_frames; f = f->previous) {
+        PyCodeObject* code = f->f_code;
+        int32_t offset = offset_of(f, code);
+        if (not_started(f, code, offset)) continue;
+        frames[count++] = {code, offset, f->is_entry};
+    }
+    return count;
 }
 
+// The hot loop of every Python allocation (about 50 frames each in a web stack): kept to the
+// loads it needs and one comparison with the previous stack's frame at the same depth.
 int capture_compared(FrameRef* frames, int max_frames, const FrameRef* previous, int previous_count,
                      int& innermost_change) {
-    innermost_change = -1;
-    return walk(max_frames, [&](int i, PyCodeObject* code, int32_t offset, bool entry) {
-        frames[i] = {code, offset, entry};
-        if (i < previous_count) {
-            const FrameRef& p = previous[previous_count - 1 - i];
-            if (p.code != code || p.offset != offset) innermost_change = i;
+    int change = -1;
+    int count = 0;
+    int compared = previous_count < max_frames ? previous_count : max_frames;
+    const FrameRef* last = previous + previous_count - 1;  // frame 0's peer if depths match
+    for (_PyInterpreterFrame* f = current_frame(); f && count < max_frames; f = f->previous) {
+        PyCodeObject* code = f->f_code;
+        int32_t offset = offset_of(f, code);
+        if (not_started(f, code, offset)) continue;
+        frames[count] = {code, offset, f->is_entry};
+        if (count < compared) {
+            const FrameRef& peer = last[-count];
+            if (peer.code != code || peer.offset != offset) change = count;
         }
-    });
+        ++count;
+    }
+    innermost_change = change;
+    return count;
 }
 
 bool is_eval_frame(uint64_t ip) { return ip >= g_api.eval_begin && ip < g_api.eval_end; }

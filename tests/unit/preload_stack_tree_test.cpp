@@ -36,7 +36,7 @@ std::vector<Key> make_keys(size_t count) {
 
 TEST_P(StackTreeLayouts, SamePairGetsSameIdAndIsCreatedOnlyTheFirstTime) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(10, GetParam()));
+    ASSERT_TRUE(tree.init(10, {GetParam()}));
     bool created = false;
     uint32_t first = tree.intern(0, 0x401000, created);
     EXPECT_NE(first, 0u);
@@ -47,11 +47,11 @@ TEST_P(StackTreeLayouts, SamePairGetsSameIdAndIsCreatedOnlyTheFirstTime) {
     EXPECT_EQ(tree.node_count(), 1u);
 }
 
-// Huge pages are advice the kernel may refuse; either way the table, and its reset (which
-// maps fresh pages and must advise them again), behave as with small pages.
-TEST(StackTree, WithHugePagesInternsAndResetsTheSame) {
+// Huge and populated pages are advice the kernel may refuse; either way the table, and its
+// reset (which maps fresh pages and must advise them again), behave as with small pages.
+TEST(StackTree, WithHugePopulatedPagesInternsAndResetsTheSame) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(16, StackTree::Layout::ByParent, true));
+    ASSERT_TRUE(tree.init(16, {StackTree::Layout::ByParent, true, true}));
     std::vector<uint32_t> ids;
     bool created = false;
     for (uint64_t ip = 0; ip < 1000; ++ip) ids.push_back(tree.intern(static_cast<uint32_t>(ip % 3), 0x400000 + ip, created));
@@ -67,7 +67,7 @@ TEST(StackTree, WithHugePagesInternsAndResetsTheSame) {
 
 TEST_P(StackTreeLayouts, SameIpUnderDifferentParentsGetsDifferentIds) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(10, GetParam()));
+    ASSERT_TRUE(tree.init(10, {GetParam()}));
     bool created = false;
     uint32_t root = tree.intern(0, 0x500000, created);
     uint32_t a = tree.intern(0, 0x401000, created);
@@ -85,7 +85,7 @@ TEST_P(StackTreeLayouts, SameIpUnderDifferentParentsGetsDifferentIds) {
 
 TEST_P(StackTreeLayouts, IdsAreDenseFromOneInCreationOrder) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(12, GetParam()));
+    ASSERT_TRUE(tree.init(12, {GetParam()}));
     std::vector<Key> keys = make_keys(500);
     for (size_t i = 0; i < keys.size(); ++i) {
         bool created = false;
@@ -112,7 +112,7 @@ TEST_P(StackTreeLayouts, UninitialisedTreeReturnsZero) {
 
 TEST_P(StackTreeLayouts, FullTableReturnsZeroButStillFindsExistingNodes) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(4, GetParam()));  // 16 slots, load kept below 3/4
+    ASSERT_TRUE(tree.init(4, {GetParam()}));  // 16 slots, load kept below 3/4
     std::vector<Key> keys = make_keys(16);
     std::vector<uint32_t> ids;
     for (const Key& k : keys) {
@@ -148,7 +148,7 @@ TEST_P(StackTreeLayouts, FullTableReturnsZeroButStillFindsExistingNodes) {
 
 TEST_P(StackTreeLayouts, ResetForgetsNodesAndChangesEpoch) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(10, GetParam()));
+    ASSERT_TRUE(tree.init(10, {GetParam()}));
     bool created = false;
     tree.intern(0, 0x401000, created);
     tree.intern(0, 0x402000, created);
@@ -272,7 +272,7 @@ void intern_concurrently(bool through_memos, StackTree::Layout layout = StackTre
     constexpr int kThreads = 4;
     constexpr int kRounds = 3;
     StackTree tree;
-    ASSERT_TRUE(tree.init(13, layout));
+    ASSERT_TRUE(tree.init(13, {layout}));
     const std::vector<Key> keys = make_keys(3000);
     std::vector<std::atomic<int>> created_count(keys.size());
     std::vector<std::vector<uint32_t>> seen(kThreads, std::vector<uint32_t>(keys.size(), 0));
@@ -328,7 +328,7 @@ TEST(StackTreeMemo, ConcurrentInterningThroughPerThreadMemosGivesOneIdPerKeyCrea
 // spills to hashed places. Its neighbours' children must still be found, and ids stay exact.
 TEST(StackTree, ByParentLayoutKeepsIdsExactUnderAParentWithThousandsOfChildren) {
     StackTree tree;
-    ASSERT_TRUE(tree.init(16, StackTree::Layout::ByParent));
+    ASSERT_TRUE(tree.init(16, {StackTree::Layout::ByParent}));
     std::vector<Key> keys;
     for (uint32_t parent = 1; parent < 200; ++parent) {
         size_t children = parent == 100 ? 20000 : parent % 5;

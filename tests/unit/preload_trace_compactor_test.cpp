@@ -5,6 +5,8 @@
 // allocated are dropped after the pending window; and that the sink gets one record per call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -201,6 +203,32 @@ TEST_F(TraceCompactorTest, FreeOfMemoryNeverAllocatedIsDroppedAfterPendingWindow
     EXPECT_EQ(kinds(process(late)), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact}));
     EXPECT_TRUE(freed_sizes.empty());
     EXPECT_EQ(compactor.live_allocations(), 1u);
+}
+
+// Unmatched frees are aged in place (erasing shifts colliding entries back): with thousands
+// pending from two cycles, exactly the older cycle's are dropped and the newer still match.
+TEST_F(TraceCompactorTest, AgingManyPendingFreesDropsExactlyTheExpiredOnes) {
+    constexpr uint64_t kCount = 3000;
+    RunBuilder older, newer;
+    older.thread(2, 100);
+    newer.thread(3, 100);
+    for (uint64_t i = 0; i < kCount; ++i) {
+        older.free(200 + i, kA + 32 * i);
+        newer.free(200 + i, kA + 32 * i + 16);
+    }
+    process(older);
+    compactor.end_cycle();
+    process(newer);
+    compactor.end_cycle();
+    compactor.end_cycle();  // the older cycle's frees are now past the window, the newer not
+
+    RunBuilder allocating;
+    allocating.thread(1, 50);
+    for (uint64_t i = 0; i < kCount; ++i) allocating.alloc(60, 8, kA + 32 * i, 1).alloc(60, 16, kA + 32 * i + 16, 1);
+    process(allocating);
+    EXPECT_EQ(freed_sizes.size(), kCount);
+    EXPECT_TRUE(std::all_of(freed_sizes.begin(), freed_sizes.end(), [](uint64_t size) { return size == 16; }));
+    EXPECT_EQ(compactor.live_allocations(), kCount);
 }
 
 TEST_F(TraceCompactorTest, PendingFreeDoesNotEndAnAllocationMadeAfterIt) {

@@ -69,6 +69,7 @@ struct ThreadState {
     struct PythonStackCache {
         int count = 0;
         python::FrameRef frames[python::kMaxPythonFrames] = {};
+        uint64_t tags[python::kMaxPythonFrames] = {};  // tagged frame ids (one per line)
         uint32_t ids[python::kMaxPythonFrames] = {};
     };
     PythonStackCache python_stack;
@@ -143,9 +144,8 @@ ThreadState* lock_my_state() {
 
 // Makes room for `needed` bytes in the thread's buffer, starting a new run when the buffer
 // changes or another thread's events precede (the shared late state).
-bool make_room(ThreadState* ts, size_t needed) {
+bool make_room_slow(ThreadState* ts, size_t needed) {
     uint32_t tid = current_tid();
-    if (ts->buffer && ts->buffer->room() >= needed + 32 && ts->run_tid == tid) return true;
     if (!ts->buffer || ts->buffer->room() < needed + 32) {
         if (ts->buffer && pool_queue_full(ts->buffer) >= kWakeWriterAfter) writer_wake();
         ts->buffer = pool_get();
@@ -163,6 +163,12 @@ bool make_room(ThreadState* ts, size_t needed) {
     memcpy(out, payload, static_cast<size_t>(q - payload));
     ts->buffer->used = static_cast<size_t>(out + (q - payload) - ts->buffer->data);
     return true;
+}
+
+inline bool make_room(ThreadState* ts, size_t needed) {
+    if (ts->buffer && ts->buffer->room() >= needed + 32 && ts->run_tid == current_tid()) [[likely]]
+        return true;
+    return make_room_slow(ts, needed);
 }
 
 // A record of at most four varints, encoded straight into the thread's buffer (room already
@@ -273,11 +279,22 @@ uint32_t intern_python_stack(ThreadState* ts) {
         while (k < count && k < prev.count && same_location(prev.frames[k], py[count - 1 - k])) ++k;
     }
     uint32_t parent = k ? prev.ids[k - 1] : 0;
+    // Another instruction of the same line is the same frame, and under the same parent the
+    // same node: no lookup needed while the path has not left the previous one.
+    bool on_previous_path = true;
     for (; k < count; ++k) {
         const python::FrameRef& frame = py[count - 1 - k];
-        uint32_t id = intern_node(ts, parent, python_frame(ts, frame));
-        if (!id) break;
+        uint64_t tag = python_frame(ts, frame);
+        uint32_t id;
+        if (on_previous_path && k < prev.count && prev.tags[k] == tag) {
+            id = prev.ids[k];
+        } else {
+            on_previous_path = false;
+            id = intern_node(ts, parent, tag);
+            if (!id) break;
+        }
         prev.frames[k] = frame;
+        prev.tags[k] = tag;
         prev.ids[k] = id;
         parent = id;
     }
@@ -403,7 +420,7 @@ void recorder_start() {
         return;
     }
     python::probe();
-    bool ok = unwinder_init() && g_tree.init(kStackTreeLog2, StackTree::Layout::ByParent, python::present()) &&
+    bool ok = unwinder_init() && g_tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) &&
               pthread_key_create(&g_thread_key, on_thread_exit) == 0 && g_file.open(g_config.output, TraceFile::Origin::Started);
     if (!ok) {
         g_tracer_state.store(static_cast<int>(TracerState::Stopped));
@@ -515,7 +532,7 @@ void record_python_alloc(void* ptr, size_t size) {
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
-    if (make_room(ts, 64)) put_alloc(ts, ticks, ptr, size, intern_python_stack(ts));
+    put_alloc(ts, ticks, ptr, size, intern_python_stack(ts));  // each record makes its own room
     unlock(ts);
 }
 
@@ -625,7 +642,7 @@ bool recorder_start_attached(const char* output) {
     g_pid = getpid();
     if (!initialised) {
         python::probe();
-        if (!unwinder_init() || !g_tree.init(kStackTreeLog2, StackTree::Layout::ByParent, python::present()) || pthread_key_create(&g_thread_key, on_thread_exit) != 0)
+        if (!unwinder_init() || !g_tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) || pthread_key_create(&g_thread_key, on_thread_exit) != 0)
             return false;
         pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
         initialised = true;

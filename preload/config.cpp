@@ -23,6 +23,7 @@ Config read_config() {
     c.follow_fork = flag("GROWTRACE_FOLLOW_FORK", true);
     c.follow_exec = flag("GROWTRACE_FOLLOW_EXEC", true);
     c.python_objects = flag("GROWTRACE_PYTHON_OBJECTS", true);
+    c.verify_stacks = flag("GROWTRACE_VERIFY_STACKS", false);
     if (const char* tick = getenv("GROWTRACE_TICK_MS")) {
         long ms = strtol(tick, nullptr, 10);
         if (ms >= 10 && ms <= 10000) c.tick_ms = static_cast<unsigned>(ms);

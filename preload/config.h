@@ -10,6 +10,7 @@ struct Config {
     bool follow_exec = true;
     unsigned tick_ms = 100;
     bool python_objects = true;  // PEP 445 hooks on CPython's object and "mem" allocators
+    bool verify_stacks = false;  // tests: check each incremental Python stack against a full walk
 };
 
 Config read_config();

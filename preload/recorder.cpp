@@ -67,14 +67,13 @@ struct ThreadState {
     // The previous Python-only stack (PEP 445 allocations, most of a Python program's), by
     // location, outermost first, with its node ids: one comparison pass finds the nodes.
     struct PythonStackCache {
-        int count = 0;
-        python::FrameRef frames[python::kMaxPythonFrames] = {};
+        python::StackMemory stack;  // its frames; stack.count frames have node ids
         uint64_t tags[python::kMaxPythonFrames] = {};  // tagged frame ids (one per line)
         uint32_t ids[python::kMaxPythonFrames] = {};
     };
     PythonStackCache python_stack;
 
-    void forget_stacks() { stack.count = prev_py_count = python_stack.count = 0; }
+    void forget_stacks() { stack.count = prev_py_count = python_stack.stack.count = 0; }
 };
 
 ThreadState* const kThreadGone = reinterpret_cast<ThreadState*>(uintptr_t{1});
@@ -269,36 +268,28 @@ void tag_python_frames(ThreadState* ts, const python::FrameRef* py, int count, u
 // Captures and interns the calling thread's Python-only stack against its previous one.
 uint32_t intern_python_stack(ThreadState* ts) {
     ThreadState::PythonStackCache& prev = ts->python_stack;
-    python::FrameRef py[python::kMaxPythonFrames];
-    int change;
-    int count = python::capture_compared(py, python::kMaxPythonFrames, prev.frames, prev.count, change);
-    int k = 0;  // frames shared with the previous stack, counted from the outermost
-    if (count == prev.count) {
-        k = count - 1 - change;  // the capture compared them on its way
-    } else {
-        while (k < count && k < prev.count && same_location(prev.frames[k], py[count - 1 - k])) ++k;
-    }
+    int ided = prev.stack.count;  // frames of the previous stack with node ids
+    int k;                        // frames shared with the previous stack, counted from the outermost
+    int count = python::capture_since(prev.stack, k);
     uint32_t parent = k ? prev.ids[k - 1] : 0;
     // Another instruction of the same line is the same frame, and under the same parent the
     // same node: no lookup needed while the path has not left the previous one.
     bool on_previous_path = true;
     for (; k < count; ++k) {
-        const python::FrameRef& frame = py[count - 1 - k];
-        uint64_t tag = python_frame(ts, frame);
+        uint64_t tag = python_frame(ts, prev.stack.frames[k]);
         uint32_t id;
-        if (on_previous_path && k < prev.count && prev.tags[k] == tag) {
+        if (on_previous_path && k < ided && prev.tags[k] == tag) {
             id = prev.ids[k];
         } else {
             on_previous_path = false;
             id = intern_node(ts, parent, tag);
             if (!id) break;
         }
-        prev.frames[k] = frame;
         prev.tags[k] = tag;
         prev.ids[k] = id;
         parent = id;
     }
-    prev.count = k;
+    prev.stack.count = k;  // a full tree cuts the stack: only frames with ids are remembered
     return parent;
 }
 
@@ -413,6 +404,7 @@ void recorder_start() {
     RecursionGuard guard;
     g_config = read_config();
     python::allow_allocator_hooks(g_config.python_objects);
+    python::verify_stacks(g_config.verify_stacks);
     g_pid = getpid();
     // With exec-following off, an exec'd image finds the first image's trace already there.
     if (!g_config.follow_exec && access(g_config.output, F_OK) == 0) {
@@ -440,6 +432,7 @@ void recorder_start() {
 void recorder_stop() {
     int expected = static_cast<int>(TracerState::Active);
     if (!g_tracer_state.compare_exchange_strong(expected, static_cast<int>(TracerState::Stopped))) return;
+    python::report_verification();
     writer_flush(true);
 }
 

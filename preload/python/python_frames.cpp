@@ -154,27 +154,114 @@ int capture(FrameRef* frames, int max_frames) {
     return count;
 }
 
-// The hot loop of every Python allocation (about 50 frames each in a web stack): kept to the
-// loads it needs and one comparison with the previous stack's frame at the same depth.
-int capture_compared(FrameRef* frames, int max_frames, const FrameRef* previous, int previous_count,
-                     int& innermost_change) {
-    int change = -1;
-    int count = 0;
-    int compared = previous_count < max_frames ? previous_count : max_frames;
-    const FrameRef* last = previous + previous_count - 1;  // frame 0's peer if depths match
-    for (_PyInterpreterFrame* f = current_frame(); f && count < max_frames; f = f->previous) {
+namespace {
+
+// The frames of `memory` from `from` down to the outermost still form the thread's stack
+// below it, unchanged: each one's caller is the next one remembered, at the same code and
+// instruction. Every frame read is known to be in the live chain by the check before it; the
+// loads take their addresses from memory, not from each other, so they do not wait in turn.
+bool unchanged_below(const StackMemory& memory, int from) {
+    for (int m = from; m > 0; --m) {
+        auto* f = static_cast<const _PyInterpreterFrame*>(memory.addresses[m]);
+        auto* caller = static_cast<const _PyInterpreterFrame*>(memory.addresses[m - 1]);
+        if (f->previous != caller || caller->f_code != memory.frames[m - 1].code ||
+            caller->prev_instr != memory.instructions[m - 1])
+            return false;
+    }
+    return static_cast<const _PyInterpreterFrame*>(memory.addresses[0])->previous == memory.below;
+}
+
+inline void remember(StackMemory& memory, int i, const FrameRef& frame, const _PyInterpreterFrame* f) {
+    memory.frames[i] = frame;
+    memory.addresses[i] = f;
+    memory.instructions[i] = f->prev_instr;
+}
+
+// Makes a whole new capture (innermost first) the remembered stack; `shared` is how many of
+// its outermost frames the previous one had too.
+int adopt(StackMemory& memory, const FrameRef* frames, const _PyInterpreterFrame* const* addresses, int count,
+          const void* below, int& shared) {
+    int k = 0;
+    while (k < count && k < memory.count && memory.frames[k].code == frames[count - 1 - k].code &&
+           memory.frames[k].offset == frames[count - 1 - k].offset)
+        ++k;
+    shared = k;
+    for (int i = k; i < count; ++i) remember(memory, i, frames[count - 1 - i], addresses[count - 1 - i]);
+    memory.below = below;
+    memory.cut = below && count == kMaxPythonFrames;
+    memory.count = count;
+    return count;
+}
+
+int walk_since(StackMemory& memory, int& shared, bool& confirmed) {
+    confirmed = false;
+    FrameRef fresh[kMaxPythonFrames];  // walked frames, innermost first
+    const _PyInterpreterFrame* fresh_addresses[kMaxPythonFrames];
+    int n = 0;
+    int j = memory.count - 1;  // the remembered frame that may be the walk's current one
+    bool try_shortcut = true;  // one confirmation per capture: a failed one means a full walk
+    _PyInterpreterFrame* f = current_frame();
+    for (; f && n < kMaxPythonFrames; f = f->previous) {
         PyCodeObject* code = f->f_code;
         int32_t offset = offset_of(f, code);
         if (not_started(f, code, offset)) continue;
-        frames[count] = {code, offset, f->is_entry};
-        if (count < compared) {
-            const FrameRef& peer = last[-count];
-            if (peer.code != code || peer.offset != offset) change = count;
+        // Frames lie in a stack that grows upwards: remembered frames above this one are gone.
+        // (Across two chunks of that stack the order may not hold; the walk then simply goes
+        // on to the bottom, slower but as exact.)
+        auto here = reinterpret_cast<uintptr_t>(f);
+        while (j >= 0 && reinterpret_cast<uintptr_t>(memory.addresses[j]) > here) --j;
+        if (try_shortcut && j >= 0 && reinterpret_cast<uintptr_t>(memory.addresses[j]) == here &&
+            memory.frames[j].code == code && memory.frames[j].offset == offset) {
+            try_shortcut = false;
+            // Under a cut stack, frames beyond the cut would move up into a shallower one.
+            bool fits = memory.cut ? j + 1 + n == kMaxPythonFrames : j + 1 + n <= kMaxPythonFrames;
+            if (fits && unchanged_below(memory, j)) {
+                shared = j + 1;
+                for (int i = 0; i < n; ++i) remember(memory, shared + i, fresh[n - 1 - i], fresh_addresses[n - 1 - i]);
+                memory.count = shared + n;
+                confirmed = true;
+                return memory.count;
+            }
         }
-        ++count;
+        fresh[n] = {code, offset, f->is_entry};
+        fresh_addresses[n++] = f;
     }
-    innermost_change = change;
+    return adopt(memory, fresh, fresh_addresses, n, f, shared);
+}
+
+bool g_verify = false;
+std::atomic<uint64_t> g_verified{0}, g_confirmed{0}, g_mismatches{0};
+
+void verify(const StackMemory& memory, bool confirmed) {
+    FrameRef full[kMaxPythonFrames];
+    int count = capture(full, kMaxPythonFrames);
+    bool same = count == memory.count;
+    for (int k = 0; same && k < count; ++k)
+        same = full[count - 1 - k].code == memory.frames[k].code && full[count - 1 - k].offset == memory.frames[k].offset;
+    g_verified.fetch_add(1, std::memory_order_relaxed);
+    if (confirmed) g_confirmed.fetch_add(1, std::memory_order_relaxed);
+    if (!same && g_mismatches.fetch_add(1, std::memory_order_relaxed) == 0)
+        log_line("stack check: an incremental capture differs from the full walk (%d frames against %d)", memory.count,
+                 count);
+}
+
+}  // namespace
+
+int capture_since(StackMemory& memory, int& shared) {
+    bool confirmed;
+    int count = walk_since(memory, shared, confirmed);
+    if (g_verify) [[unlikely]]
+        verify(memory, confirmed);
     return count;
+}
+
+void verify_stacks(bool on) { g_verify = on; }
+
+void report_verification() {
+    if (!g_verify) return;
+    log_line("stack check: %llu captures, %llu confirmed from memory, %llu differ from a full walk",
+             static_cast<unsigned long long>(g_verified.load()), static_cast<unsigned long long>(g_confirmed.load()),
+             static_cast<unsigned long long>(g_mismatches.load()));
 }
 
 bool is_eval_frame(uint64_t ip) { return ip >= g_api.eval_begin && ip < g_api.eval_end; }

@@ -32,12 +32,31 @@ bool initialized();
 // (only then are its frames stable and may code objects be referenced). 0 otherwise.
 int capture(FrameRef* frames, int max_frames);
 
-// The same, compared on the way with a previous capture stored outermost first: where the two
-// have the same depth, `innermost_change` is the innermost-first index of the outermost frame
-// that differs (-1: none), which saves a second pass over both. Meaningless where depths differ.
-int capture_compared(FrameRef* frames, int max_frames, const FrameRef* previous, int previous_count,
-                     int& innermost_change);
+// A thread's last Python-only stack, outermost frame first, kept to capture the next one
+// against it.
+struct StackMemory {
+    int count = 0;
+    FrameRef frames[kMaxPythonFrames] = {};
+    const void* addresses[kMaxPythonFrames] = {};  // of the interpreter frames
+    const void* instructions[kMaxPythonFrames] = {};  // their last instruction, as a pointer
+    const void* below = nullptr;                   // what the outermost frame's caller was
+    bool cut = false;  // the stack was deeper than kMaxPythonFrames: only its innermost are here
+};
 
+// Captures the calling thread's Python frames (as capture()) against `memory`, its previous
+// stack, and updates it: frames [0, shared) of the new stack, outermost first, are the
+// previous stack's; frames [shared, count) are in memory.frames now. Returns count.
+//
+// A stack mostly differs from the previous one in its innermost frames. Those are walked
+// until a frame of the previous stack shows up, at the same address and instruction; the
+// frames below it are then confirmed (same links, code and instruction) from the addresses
+// remembered, loads that do not wait for each other, unlike a walk along the links.
+int capture_since(StackMemory& memory, int& shared);
+
+// For tests: capture_since() then also walks the whole stack and counts the captures that
+// differ from it; report_verification() logs the counts (at the end of tracing).
+void verify_stacks(bool on);
+void report_verification();
 // Is ip inside the evaluation loop, whose native frames stand for Python frames?
 bool is_eval_frame(uint64_t ip);
 

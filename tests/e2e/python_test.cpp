@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -166,6 +167,33 @@ TEST(Python, DumpShowsTheAgentsRecords) {
     EXPECT_NE(r.out.find("Exiting ticks="), std::string::npos);
     EXPECT_EQ(r.out.find("(not decoded)"), std::string::npos);
 }
+
+// The tracer captures a Python stack against the thread's previous one, confirming the frames
+// it has not walked (docs/cpython.md). With GROWTRACE_VERIFY_STACKS it also walks every stack
+// whole and counts the captures that differ: none may, under any shape of stack.
+class StackCapture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StackCapture, EveryIncrementalCaptureEqualsAFullWalk) {
+    ScratchDir dir;
+    ProcessResult r = growtrace({"run", "-o", dir / "shapes.gtrace", "--", GetParam(), kPrograms + "stack_shapes.py"},
+                                {.cwd = dir.path().string(), .env = {{"GROWTRACE_VERIFY_STACKS", "1"}}});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    unsigned long long captures = 0, confirmed = 0, differ = 1;
+    size_t at = r.err.find("stack check: ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    ASSERT_EQ(sscanf(r.err.c_str() + at, "stack check: %llu captures, %llu confirmed from memory, %llu differ",
+                     &captures, &confirmed, &differ),
+              3)
+        << r.err;
+    EXPECT_EQ(differ, 0u) << r.err;
+    EXPECT_GT(captures, 100000u);
+    EXPECT_GT(confirmed, captures / 2) << "the shortcut is hardly ever taken";
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, StackCapture, ::testing::Values(kVenvPython, kStaticPython),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                             return info.param == kStaticPython ? "StaticPython" : "SharedLibraryPython";
+                         });
 
 TEST(Python, BoundedLruFedEndlessKeysIsNotAFinding) {
     ScratchDir dir;

@@ -284,6 +284,15 @@ void TraceCompactor::end_cycle() {
         if (e.addr && e.id + kPendingCycles < cycle_) pending_.erase_slot(i);
         else ++i;
     }
+    // Every allocation probes this table: after a burst of pending frees, a large and nearly
+    // empty one would cost a cache miss each time. Shrink it then (rarely: a new mapping).
+    if (pending_.mask + 1 > 4096 && pending_.size * 16 < pending_.mask + 1) {
+        Table smaller;
+        for (size_t i = 0; i <= pending_.mask; ++i)
+            if (pending_.slots[i].addr) smaller.insert(pending_.slots[i]);
+        pending_.clear();
+        pending_ = smaller;
+    }
 }
 
 void TraceCompactor::reset() {

@@ -231,6 +231,27 @@ TEST_F(TraceCompactorTest, AgingManyPendingFreesDropsExactlyTheExpiredOnes) {
     EXPECT_EQ(compactor.live_allocations(), kCount);
 }
 
+// When aging leaves few pending frees in a large table, the table is rebuilt smaller; the
+// frees still waiting must survive that.
+TEST_F(TraceCompactorTest, PendingFreesSurviveTheirTableShrinking) {
+    RunBuilder many, last;
+    many.thread(2, 100);
+    for (uint64_t i = 0; i < 5000; ++i) many.free(200 + i, kA + 64 * i);
+    process(many);
+    compactor.end_cycle();
+    constexpr uint64_t kFar = 0x7f1000000000;  // apart from the 5000 addresses
+    last.thread(3, 100).free(9000, kFar);
+    process(last);
+    compactor.end_cycle();
+    compactor.end_cycle();  // the 5000 expire; the last free is one cycle younger and stays
+
+    RunBuilder allocating;
+    allocating.thread(1, 50).alloc(60, 8, kA, 1).alloc(70, 24, kFar, 1);
+    process(allocating);
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{24}));
+    EXPECT_EQ(compactor.live_allocations(), 1u);
+}
+
 TEST_F(TraceCompactorTest, PendingFreeDoesNotEndAnAllocationMadeAfterIt) {
     RunBuilder freeing;
     freeing.thread(2, 100).free(200, kA);

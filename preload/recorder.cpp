@@ -56,9 +56,11 @@ struct ThreadState {
         uint32_t ids[kMaxFrames + python::kMaxPythonFrames] = {};
     };
     StackCache stack;
-    // Recent stack-tree lookups: Python programs walk through tens of thousands of distinct
-    // stack nodes (the memo's misses are most of the tracer's cache misses), so it is large.
-    StackTreeMemo<8192> nodes;
+    // Recent stack-tree lookups. Python programs go through tens of thousands of distinct
+    // stack nodes, so a CPython process's threads get a large memo (128 KiB, allocated with
+    // the state); other threads keep to 16 KiB, which native programs with many threads pay.
+    StackTreeMemo<1024> nodes;
+    StackTreeMemo<8192>* python_nodes = nullptr;
     python::LocationMemo locations;  // recent Python frame locations
     // The same idea for Python frame locations: (code, offset) -> tagged frame id.
     int prev_py_count = 0;
@@ -118,10 +120,19 @@ void on_thread_exit(void* arg) {
     t_state = kThreadGone;
 }
 
+void free_thread_state(ThreadState* ts) {
+    free(ts->python_nodes);
+    free(ts);
+}
+
 ThreadState* new_thread_state() {
     auto* ts = static_cast<ThreadState*>(calloc(1, sizeof(ThreadState)));  // untraced: guard held
     if (!ts) return nullptr;
     new (ts) ThreadState();
+    if (python::present()) {
+        void* memo = calloc(1, sizeof(StackTreeMemo<8192>));
+        if (memo) ts->python_nodes = new (memo) StackTreeMemo<8192>();
+    }
     ts->last_ticks = now_ticks();
     pthread_mutex_lock(&g_registry_mutex);
     ts->next = g_threads;
@@ -200,7 +211,8 @@ private:
 // room in the buffer for the record (the stack is cut there).
 uint32_t intern_node(ThreadState* ts, uint32_t parent, uint64_t ip, bool* created_out = nullptr) {
     bool created;
-    uint32_t id = ts->nodes.intern(g_tree, parent, ip, created);
+    uint32_t id = ts->python_nodes ? ts->python_nodes->intern(g_tree, parent, ip, created)
+                                   : ts->nodes.intern(g_tree, parent, ip, created);
     if (id && created) {
         if (!make_room(ts, SmallRecord::kMaxBytes)) return 0;
         SmallRecord(ts, RecordKind::StackNode).varint(id).varint(parent).varint(ip).commit();
@@ -369,7 +381,7 @@ void child_after_fork() {
         ThreadState* next = ts->next;
         if (ts->buffer) pool_put(ts->buffer);
         ts->buffer = nullptr;
-        if (ts != mine) free(ts);
+        if (ts != mine) free_thread_state(ts);
         ts = next;
     }
     g_threads = mine;
@@ -603,7 +615,7 @@ void recorder_collect_thread_buffers(void (*take)(Buffer*)) {
         if (b) take(b);
         if (gone) {
             *link = ts->next;
-            free(ts);
+            free_thread_state(ts);
         } else {
             link = &ts->next;
         }

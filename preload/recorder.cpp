@@ -66,8 +66,9 @@ struct ThreadState {
     int prev_py_count = 0;
     python::FrameRef prev_py[python::kMaxPythonFrames] = {};
     uint64_t prev_py_tagged[python::kMaxPythonFrames] = {};
-    // The previous Python-only stack (PEP 445 allocations, most of a Python program's), by
-    // location, outermost first, with its node ids: one comparison pass finds the nodes.
+    // The previous Python-only stack (PEP 445 allocations, most of a Python program's),
+    // outermost first: its frames as capture_since() remembers them, with their frame ids and
+    // node ids, so only the frames above the unchanged part are interned.
     struct PythonStackCache {
         python::StackMemory stack;  // its frames; stack.count frames have node ids
         uint64_t tags[python::kMaxPythonFrames] = {};  // tagged frame ids (one per line)

@@ -142,22 +142,41 @@ std::optional<std::string> check_target(int pid, bool attaching) {
 // arena lock) or the dynamic loader, dlopen on it waits for itself for ever. This gdb Python
 // script selects a thread with none of those in its stack (the first such; else it keeps the
 // main thread, as before).
+// Picks the thread gdb's calls (dlopen, the tracer's entry points) will run on: one that is not
+// inside the allocator, the dynamic loader, fork or the tracer itself, since those calls
+// allocate and take the loader's locks. If every thread is inside one (a single-threaded
+// program busy allocating), the first one is let run until that outermost call returns, and
+// the threads are looked at again: running the call there instead would re-enter malloc
+// half-way through its own work (glibc takes no lock in a single-threaded process).
 constexpr const char* kSelectSafeThread = R"(
 import gdb
-def _gt_unsafe(thread):
+def _gt_outermost_unsafe(thread):
     thread.switch()
-    frame, depth = gdb.newest_frame(), 0
+    frame, depth, found = gdb.newest_frame(), 0, None
     while frame is not None and depth < 96:
         name = frame.name() or ""
         lib = gdb.solib_name(frame.pc()) or ""
         if ("alloc" in name or "free" in name or name.startswith(("_int_", "_dl_", "dl_", "__libc_dl", "_IO_"))
                 or "fork" in name or "libgrowtrace" in lib or "/ld-linux" in lib):
-            return True
+            found = frame
         frame, depth = frame.older(), depth + 1
-    return False
-_gt_threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
-_gt_safe = [t for t in _gt_threads if not _gt_unsafe(t)]
-(_gt_safe[0] if _gt_safe else _gt_threads[0]).switch()
+    return found
+for _gt_attempt in range(50):
+    _gt_threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
+    _gt_unsafe = [(t, _gt_outermost_unsafe(t)) for t in _gt_threads]
+    _gt_safe = [t for t, f in _gt_unsafe if f is None]
+    if _gt_safe:
+        _gt_safe[0].switch()
+        break
+    _gt_thread, _gt_frame = _gt_unsafe[0]
+    _gt_caller = _gt_frame.older()
+    _gt_thread.switch()
+    if _gt_caller is None:
+        break
+    gdb.execute("tbreak *%d thread %d" % (_gt_caller.pc(), _gt_thread.num), to_string=True)
+    gdb.execute("continue", to_string=True)
+if _gt_attempt:
+    print("growtrace-waited %d" % _gt_attempt)
 )";
 
 // `python exec("...")`: the script as one gdb command.
@@ -303,7 +322,14 @@ std::string describe_start_failure(long rc, int pid) {
 struct Started {
     long sites = 0;  // redirected call sites, or an error code of growtrace_attach_start
     long python = 0;  // growtrace_attach_python: 1 agent starts, 0 no CPython 3.11, < 0 error
+    int waits = 0;    // times gdb let the program run to get out of its allocator first
 };
+
+// What kSelectSafeThread printed: "growtrace-waited N".
+int allocator_waits(const std::string& gdb_output) {
+    size_t at = gdb_output.find("growtrace-waited ");
+    return at == std::string::npos ? 0 : atoi(gdb_output.c_str() + at + 17);
+}
 
 // Loads the library and starts tracing, and the CPython agent where there is one.
 std::variant<Started, std::string> inject(int pid, const std::string& library, const std::string& output) {
@@ -327,7 +353,8 @@ std::variant<Started, std::string> inject(int pid, const std::string& library, c
             return fmt::format("gdb did not finish within {} s (process {} may be stopped inside its allocator)",
                                kGdbTimeoutSeconds, pid);
         if (r.values.size() >= 3) {
-            if (auto rc = int_value(r.values[2])) return Started{*rc, int_value(r.values[1]).value_or(-9)};
+            if (auto rc = int_value(r.values[2]))
+                return Started{*rc, int_value(r.values[1]).value_or(-9), allocator_waits(r.output)};
         }
         if (r.values.size() == 1 && r.values[0].find("0x0") != std::string::npos && r.values[0].find("0x0") + 3 == r.values[0].size())
             complaint = fmt::format("the dynamic loader of process {} refused {}", pid, library);
@@ -418,6 +445,9 @@ int run_attach(const AttachOptions& o) {
     Started started = std::get<Started>(injected);
     if (started.sites <= 0) return error(describe_start_failure(started.sites, o.pid));
     double attach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (started.waits > 0)
+        note(fmt::format("process {} was inside its allocator: let it run until it left ({} time{})", o.pid,
+                         started.waits, started.waits == 1 ? "" : "s"));
     note(fmt::format("attached to process {} ({}) in {:.1f} s, {} call sites redirected; tracing to {}", o.pid,
                      process_name(o.pid), attach_s, started.sites, output));
     if (started.python > 0)

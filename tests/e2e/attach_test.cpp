@@ -113,6 +113,31 @@ TEST(Attach, NativeGrowthIsFlaggedAndTheProgramRunsOn) {
     EXPECT_EQ(report.total("live_allocations"), site->live_count);
 }
 
+// A single-threaded program nearly always inside malloc: gdb's calls for the tracer must wait
+// until the allocator call returns (glibc takes no lock in a single-threaded process, so
+// running dlopen there would corrupt its heap). Attached three times, it keeps running and
+// every trace is complete.
+TEST(Attach, ASingleThreadBusyInMallocIsAttachedOnlyOutsideIt) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_MALLOC_SPINNER, "40"});
+    ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
+    int waited = 0;
+    for (const std::string name : {"a.gtrace", "b.gtrace", "c.gtrace"}) {
+        ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "-o", dir / name, "--duration", "1"});
+        ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err << "\n" << service.err();
+        waited += r.err.find("was inside its allocator: let it run until it left") != std::string::npos;
+        ASSERT_TRUE(service.alive()) << service.err();
+        ASSERT_TRUE(service.wait_for_lines(service.lines().size() + 3)) << service.err();
+        nlohmann::json json = analyze_json(dir, dir / name);
+        EXPECT_TRUE(json.value("ended_cleanly", false)) << name;
+        EXPECT_GT(json["totals"]["allocations"].get<uint64_t>(), 1000u) << name;
+    }
+    EXPECT_GE(waited, 1) << "gdb never found the program inside malloc: the case this test is for did not arise";
+    service.stop();
+    EXPECT_EQ(service.err(), "");
+    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) blocks \d+)"));
+}
+
 TEST(Attach, DetachVerbAndASecondAttachEachWriteACompleteTrace) {
     ScratchDir dir;
     Service service(dir, {GT_PROGRAM_LONG_RUNNING, "40"});

@@ -258,14 +258,10 @@ uint64_t python_frame(ThreadState* ts, const python::FrameRef& frame) {
     return format::kPythonFrameTag | id;
 }
 
-bool same_location(const python::FrameRef& a, const python::FrameRef& b) {
-    return a.code == b.code && a.offset == b.offset;
-}
-
 // Tagged ids of Python frames (innermost first), reusing the previous capture's outer part.
 void tag_python_frames(ThreadState* ts, const python::FrameRef* py, int count, uint64_t* tagged) {
     int k = 0;
-    while (k < count && k < ts->prev_py_count && same_location(ts->prev_py[k], py[count - 1 - k])) {
+    while (k < count && k < ts->prev_py_count && python::same_location(ts->prev_py[k], py[count - 1 - k])) {
         tagged[count - 1 - k] = ts->prev_py_tagged[k];
         ++k;
     }

@@ -137,20 +137,21 @@ inline bool not_started(const _PyInterpreterFrame* f, const PyCodeObject* code, 
     return offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable;
 }
 
-inline int32_t offset_of(const _PyInterpreterFrame* f, PyCodeObject* code) {
-    return static_cast<int32_t>(f->prev_instr - _PyCode_CODE(code));
+// Where a frame is; false for a frame that has not started.
+inline bool location_of(const _PyInterpreterFrame* f, FrameRef& out) {
+    PyCodeObject* code = f->f_code;
+    auto offset = static_cast<int32_t>(f->prev_instr - _PyCode_CODE(code));
+    if (not_started(f, code, offset)) return false;
+    out = {code, offset, f->is_entry};
+    return true;
 }
 
 }  // namespace
 
 int capture(FrameRef* frames, int max_frames) {
     int count = 0;
-    for (_PyInterpreterFrame* f = current_frame(); f && count < max_frames; f = f->previous) {
-        PyCodeObject* code = f->f_code;
-        int32_t offset = offset_of(f, code);
-        if (not_started(f, code, offset)) continue;
-        frames[count++] = {code, offset, f->is_entry};
-    }
+    for (_PyInterpreterFrame* f = current_frame(); f && count < max_frames; f = f->previous)
+        if (location_of(f, frames[count])) ++count;
     return count;
 }
 
@@ -182,9 +183,7 @@ inline void remember(StackMemory& memory, int i, const FrameRef& frame, const _P
 int adopt(StackMemory& memory, const FrameRef* frames, const _PyInterpreterFrame* const* addresses, int count,
           const void* below, int& shared) {
     int k = 0;
-    while (k < count && k < memory.count && memory.frames[k].code == frames[count - 1 - k].code &&
-           memory.frames[k].offset == frames[count - 1 - k].offset)
-        ++k;
+    while (k < count && k < memory.count && same_location(memory.frames[k], frames[count - 1 - k])) ++k;
     shared = k;
     for (int i = k; i < count; ++i) remember(memory, i, frames[count - 1 - i], addresses[count - 1 - i]);
     memory.below = below;
@@ -202,16 +201,14 @@ int walk_since(StackMemory& memory, int& shared, bool& confirmed) {
     bool try_shortcut = true;  // one confirmation per capture: a failed one means a full walk
     _PyInterpreterFrame* f = current_frame();
     for (; f && n < kMaxPythonFrames; f = f->previous) {
-        PyCodeObject* code = f->f_code;
-        int32_t offset = offset_of(f, code);
-        if (not_started(f, code, offset)) continue;
+        if (!location_of(f, fresh[n])) continue;
         // Frames lie in a stack that grows upwards: remembered frames above this one are gone.
         // (Across two chunks of that stack the order may not hold; the walk then simply goes
         // on to the bottom, slower but as exact.)
         auto here = reinterpret_cast<uintptr_t>(f);
         while (j >= 0 && reinterpret_cast<uintptr_t>(memory.addresses[j]) > here) --j;
         if (try_shortcut && j >= 0 && reinterpret_cast<uintptr_t>(memory.addresses[j]) == here &&
-            memory.frames[j].code == code && memory.frames[j].offset == offset) {
+            same_location(memory.frames[j], fresh[n])) {
             try_shortcut = false;
             // Under a cut stack, frames beyond the cut would move up into a shallower one.
             bool fits = memory.cut ? j + 1 + n == kMaxPythonFrames : j + 1 + n <= kMaxPythonFrames;
@@ -223,7 +220,6 @@ int walk_since(StackMemory& memory, int& shared, bool& confirmed) {
                 return memory.count;
             }
         }
-        fresh[n] = {code, offset, f->is_entry};
         fresh_addresses[n++] = f;
     }
     return adopt(memory, fresh, fresh_addresses, n, f, shared);
@@ -236,8 +232,7 @@ void verify(const StackMemory& memory, bool confirmed) {
     FrameRef full[kMaxPythonFrames];
     int count = capture(full, kMaxPythonFrames);
     bool same = count == memory.count;
-    for (int k = 0; same && k < count; ++k)
-        same = full[count - 1 - k].code == memory.frames[k].code && full[count - 1 - k].offset == memory.frames[k].offset;
+    for (int k = 0; same && k < count; ++k) same = same_location(full[count - 1 - k], memory.frames[k]);
     g_verified.fetch_add(1, std::memory_order_relaxed);
     if (confirmed) g_confirmed.fetch_add(1, std::memory_order_relaxed);
     if (!same && g_mismatches.fetch_add(1, std::memory_order_relaxed) == 0)

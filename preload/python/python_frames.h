@@ -22,6 +22,9 @@ struct FrameRef {
     bool entry;        // first frame of one C-level evaluation loop call
 };
 
+// The same place in the same code (whether the frame is an entry frame does not matter).
+inline bool same_location(const FrameRef& a, const FrameRef& b) { return a.code == b.code && a.offset == b.offset; }
+
 // Finds the interpreter's symbols. Cheap to call again; false if this is not CPython 3.11.
 bool probe();
 bool present();

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "format/trace_format.h"
@@ -50,8 +51,12 @@ inline uint64_t take_varint(const uint8_t*& p) {
 // --- the address table: open addressing, linear probing, duplicates allowed ---
 
 void TraceCompactor::Table::grow() {
+    size_t capacity = slots ? mask + 1 : 0;
+    resize(capacity ? capacity * 2 : kMinCapacity);
+}
+
+void TraceCompactor::Table::resize(size_t capacity) {
     size_t old_capacity = slots ? mask + 1 : 0;
-    size_t capacity = old_capacity ? old_capacity * 2 : 4096;
     Entry* old = slots;
     slots = map_zeroed<Entry>(capacity);
     if (!slots) {  // keep the old table: it is full but still correct to probe
@@ -286,13 +291,9 @@ void TraceCompactor::end_cycle() {
     }
     // Every allocation probes this table: after a burst of pending frees, a large and nearly
     // empty one would cost a cache miss each time. Shrink it then (rarely: a new mapping).
-    if (pending_.mask + 1 > 4096 && pending_.size * 16 < pending_.mask + 1) {
-        Table smaller;
-        for (size_t i = 0; i <= pending_.mask; ++i)
-            if (pending_.slots[i].addr) smaller.insert(pending_.slots[i]);
-        pending_.clear();
-        pending_ = smaller;
-    }
+    size_t capacity = pending_.mask + 1;
+    if (capacity > Table::kMinCapacity && pending_.size * 16 < capacity)
+        pending_.resize(std::max(capacity / 4, Table::kMinCapacity));
 }
 
 void TraceCompactor::reset() {

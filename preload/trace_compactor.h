@@ -60,6 +60,9 @@ private:
         bool take_earliest_from(uint64_t addr, uint64_t limit, Entry& out);
         void erase_slot(size_t i);
         void grow();
+        // Rehashes into a new mapping of `capacity` slots (a power of two, at least twice size).
+        void resize(size_t capacity);
+        static constexpr size_t kMinCapacity = 4096;
         void clear();
     };
 

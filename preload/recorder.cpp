@@ -407,6 +407,15 @@ void child_after_fork() {
     if (keep) emit_process_record(parent_trace);
 }
 
+// What capturing stacks needs, once per process: the Python interpreter's symbols (if any),
+// libunwind, the stack tree (laid out by parent; in huge pages for CPython's many nodes) and
+// the key whose destructor retires a thread's state.
+bool init_capture() {
+    python::probe();
+    return unwinder_init() && g_tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) &&
+           pthread_key_create(&g_thread_key, on_thread_exit) == 0;
+}
+
 }  // namespace
 
 void recorder_start() {
@@ -420,9 +429,7 @@ void recorder_start() {
         g_tracer_state.store(static_cast<int>(TracerState::Stopped));
         return;
     }
-    python::probe();
-    bool ok = unwinder_init() && g_tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) &&
-              pthread_key_create(&g_thread_key, on_thread_exit) == 0 && g_file.open(g_config.output, TraceFile::Origin::Started);
+    bool ok = init_capture() && g_file.open(g_config.output, TraceFile::Origin::Started);
     if (!ok) {
         g_tracer_state.store(static_cast<int>(TracerState::Stopped));
         return;
@@ -643,9 +650,7 @@ bool recorder_start_attached(const char* output) {
     g_config.follow_fork = false;  // a forked child keeps our patched GOT but traces nothing
     g_pid = getpid();
     if (!initialised) {
-        python::probe();
-        if (!unwinder_init() || !g_tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) || pthread_key_create(&g_thread_key, on_thread_exit) != 0)
-            return false;
+        if (!init_capture()) return false;
         pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
         initialised = true;
     } else {

@@ -327,8 +327,9 @@ struct Started {
 
 // What kSelectSafeThread printed: "growtrace-waited N".
 int allocator_waits(const std::string& gdb_output) {
-    size_t at = gdb_output.find("growtrace-waited ");
-    return at == std::string::npos ? 0 : atoi(gdb_output.c_str() + at + 17);
+    constexpr std::string_view kMarker = "growtrace-waited ";
+    size_t at = gdb_output.find(kMarker);
+    return at == std::string::npos ? 0 : atoi(gdb_output.c_str() + at + kMarker.size());
 }
 
 // Loads the library and starts tracing, and the CPython agent where there is one.

@@ -191,8 +191,8 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void
 }
 
 // Called just before growtrace_attach_start: where the CPython agent is, for a process that
-// runs CPython 3.11 (1; the agent starts with the trace), or 0 when it does not; -1: the
-// agent's files are missing, -3: already attached.
+// runs a CPython growtrace reads (its version, 311 for 3.11: the agent starts with the
+// trace), or 0 when it does not; -1: the agent's files are missing, -3: already attached.
 extern "C" __attribute__((visibility("default"))) int growtrace_attach_python(const char* startup_dir,
                                                                             const char* extension_path) {
     RecursionGuard guard;

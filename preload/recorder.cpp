@@ -411,7 +411,7 @@ void child_after_fork() {
 // libunwind, the stack tree (laid out by parent; in huge pages for CPython's many nodes) and
 // the key whose destructor retires a thread's state.
 bool init_capture() {
-    python::probe();
+    python::prepare();
     return unwinder_init() && g_tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) &&
            pthread_key_create(&g_thread_key, on_thread_exit) == 0;
 }

@@ -209,7 +209,7 @@ uint64_t TraceCompactor::type_allocation(const uint8_t* rest, size_t size) const
     format::Cursor c(rest, rest + size);
     uint64_t source, address;
     if (!c.varint(source) || !c.varint(address)) return 0;
-    // Classes are garbage-collected objects: CPython 3.11 allocates a 16-byte GC header just
+    // Classes are garbage-collected objects: CPython (3.10 to 3.13) allocates a 16-byte GC header just
     // before the object, so the block starts there.
     constexpr uint64_t kGcHeaderBytes = 16;
     const Entry* e = live_.find_latest(address - kGcHeaderBytes, run_ticks_);

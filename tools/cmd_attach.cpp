@@ -321,7 +321,7 @@ std::string describe_start_failure(long rc, int pid) {
 
 struct Started {
     long sites = 0;  // redirected call sites, or an error code of growtrace_attach_start
-    long python = 0;  // growtrace_attach_python: 1 agent starts, 0 no CPython 3.11, < 0 error
+    long python = 0;  // growtrace_attach_python: 3XX agent starts in CPython 3.XX, 0 no CPython it reads, < 0 error
     int waits = 0;    // times gdb let the program run to get out of its allocator first
 };
 
@@ -452,9 +452,10 @@ int run_attach(const AttachOptions& o) {
     note(fmt::format("attached to process {} ({}) in {:.1f} s, {} call sites redirected; tracing to {}", o.pid,
                      process_name(o.pid), attach_s, started.sites, output));
     if (started.python > 0)
-        note("CPython 3.11: the agent (caches, classes) starts as soon as the program next runs Python code");
+        note(fmt::format("CPython {}.{}: the agent (caches, classes) starts as soon as the program next runs Python code",
+                         started.python / 100, started.python % 100));
     else if (started.python < 0)
-        note(fmt::format("CPython 3.11, but the agent could not be started (code {}): native and Python stacks only",
+        note(fmt::format("CPython, but the agent could not be started (code {}): native and Python stacks only",
                          started.python));
     if (o.no_wait && o.duration <= 0) {
         note(fmt::format("stop with: growtrace detach {}", o.pid));

@@ -2,7 +2,8 @@
 """Python overhead benchmark on the openai #2672 reproduction: untraced vs heaptrack vs memray vs growtrace.
 
 Workload: test_programs/python/openai_repro/repro.py --mode threads --requests N --interval 0, run with the
-venv's python (.venv/bin/python) against its in-process mock server; each request runs in a new thread.
+venv's python (.venv/bin/python for 3.11, .venv-3.X/bin/python for --python 3.X) against its in-process
+mock server; each request runs in a new thread.
 Each tool runs it in turn:
 
     untraced   python repro.py ...
@@ -17,7 +18,8 @@ heaptrack's and memray's own processes count too), the slowdown against the untr
 size of the output file(s), and the repro's own `seconds=` figure from its summary line: the request phase
 alone, without interpreter start-up, imports or the tracer's work at exit.
 
-    python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1]
+    python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1] [--python 3.12]
+                                  [--tools untraced,memray,growtrace]
 """
 from __future__ import annotations
 
@@ -65,9 +67,12 @@ def main() -> int:
     parser.add_argument("--build", default=os.path.join(root, "build"))
     parser.add_argument("--requests", type=int, default=20, help="requests, one new thread each")
     parser.add_argument("--repeat", type=int, default=1, help="runs per tool (median); each takes 10-40 s")
+    parser.add_argument("--python", default="3.11", help="CPython version: the project's venv for it")
+    parser.add_argument("--tools", default="", help="comma-separated names of the tools to run (default: all)")
     args = parser.parse_args()
 
-    python = os.path.join(root, ".venv", "bin", "python")
+    venv = ".venv" if args.python == "3.11" else f".venv-{args.python}"
+    python = os.path.join(root, venv, "bin", "python")
     repro = os.path.join(root, "test_programs", "python", "openai_repro", "repro.py")
     growtrace = os.path.join(args.build, "bin", "growtrace")
     for path in (python, repro, growtrace):
@@ -92,6 +97,10 @@ def main() -> int:
     tools.append(("growtrace-fast", "fast.gtrace",
                   lambda out: [growtrace, "run", "--no-python-objects", "-o", out, "--", python, *repro_args]))
 
+    if args.tools:
+        wanted = set(args.tools.split(","))
+        tools = [t for t in tools if t[0] in wanted or t[0] == "untraced"]
+
     # Runs are interleaved (each repeat runs every tool once) so that a slower spell of a shared
     # machine does not land on one tool only.
     runs = {name: [] for name, _, _ in tools}
@@ -110,7 +119,7 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
 
     base_wall, base_cpu, base_seconds = rows[0][1:4]
-    print(f"workload: openai #2672 repro, --mode threads --requests {args.requests} --interval 0, "
+    print(f"workload: openai #2672 repro on CPython {args.python}, --mode threads --requests {args.requests} --interval 0, "
           f"median of {args.repeat} run(s), machine: {os.cpu_count()} cores")
     print(f"{'tool':<15} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
           f"{'output MB':>10}")

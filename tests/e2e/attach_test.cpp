@@ -212,20 +212,22 @@ void expect_attach_growth_findings(const nlohmann::json& json, const std::string
     EXPECT_TRUE(record) << name << cache["key_types"].dump();
 }
 
-class AttachPython : public ::testing::TestWithParam<std::string> {};
+class AttachPython : public ::testing::TestWithParam<PythonUnderTest> {};
 
 // Two attaches in turn to one Python service: each trace holds the growth made while it was
 // attached, the agent (seen by the program only as one gc.callbacks entry) comes and goes with
 // each, and the program's own cache keeps working throughout.
 TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    Service service(dir, {GetParam(), kPythonPrograms + "attach_growth.py", "40"});
+    Service service(dir, {py.python, kPythonPrograms + "attach_growth.py", "40"});
     ASSERT_TRUE(service.wait_for_lines(8)) << service.err();
     const std::string pid = std::to_string(service.pid());
     for (const std::string name : {"first.gtrace", "second.gtrace"}) {
         ProcessResult r = growtrace({"attach", pid, "-o", dir / name, "--duration", "2"});
         ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
-        EXPECT_NE(r.err.find("CPython 3.11: the agent"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("CPython " + py.name.substr(0, 4) + ": the agent"), std::string::npos) << r.err;
         ASSERT_TRUE(service.alive());
         ASSERT_TRUE(service.wait_for_lines(service.lines().size() + 5)) << service.err();
         nlohmann::json json = analyze_json(dir, dir / name);
@@ -246,16 +248,17 @@ TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
     EXPECT_EQ(callbacks_runs, (std::vector<unsigned>{0, 1, 0, 1, 0}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpreters, AttachPython, ::testing::Values(kVenvPython, kStaticPython),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                             return info.param == kStaticPython ? std::string("StaticPython") : std::string("SharedPython");
-                         });
+INSTANTIATE_TEST_SUITE_P(Interpreters, AttachPython, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
 // openai #2672 attached after start-up: the cache made at import time is probed in place and
 // the finding is the one `growtrace run` gives (python_test.cpp).
-TEST(Attach, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFinding) {
+class AttachOpenAI : public ::testing::TestWithParam<PythonUnderTest> {};
+
+TEST_P(AttachOpenAI, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFinding) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, true);
     ScratchDir dir;
-    Service service(dir, {kVenvPython, kPythonPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests",
+    Service service(dir, {py.python, kPythonPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests",
                           "100000", "--progress"});
     ASSERT_TRUE(service.wait_for_lines(10, 60s)) << service.err();
     const std::string trace = dir / "openai.gtrace";
@@ -295,6 +298,8 @@ TEST(Attach, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFinding) {
     }
     EXPECT_TRUE(generated) << cache["key_types"].dump();
 }
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, AttachOpenAI, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
 void expect_error(const ProcessResult& r, const std::string& text) {
     EXPECT_EQ(r.exit_code, 2) << r.describe();

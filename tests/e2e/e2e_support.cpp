@@ -218,4 +218,22 @@ nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace) {
     return parsed;
 }
 
+const std::vector<PythonUnderTest>& pythons_under_test() {
+    static const std::vector<PythonUnderTest> pythons = {
+        {"3.10", std::string(GT_SOURCE_DIR) + "/.venv-3.10/bin/python", true},
+        {"3.11", kVenvPython, true},
+        {"3.11-static", kStaticPython, false},
+        {"3.12", std::string(GT_SOURCE_DIR) + "/.venv-3.12/bin/python", true},
+        {"3.13", std::string(GT_SOURCE_DIR) + "/.venv-3.13/bin/python", true},
+    };
+    return pythons;
+}
+
+std::string python_test_name(const ::testing::TestParamInfo<PythonUnderTest>& info) {
+    std::string name = "Py" + info.param.name;
+    for (char& c : name)
+        if (c == '.' || c == '-') c = '_';
+    return name;
+}
+
 }  // namespace growtrace::e2e

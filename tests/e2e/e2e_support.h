@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -76,12 +77,33 @@ private:
 // 1-based line of the line containing "LINE-MARK: <tag>" in test_programs/native/<file>.
 int marker_line(const std::string& file, const std::string& tag);
 
-// The CPython programs (test_programs/python/) and the two interpreters they run on: the
-// venv's shared-library Python 3.11 (tools/setup_python.sh) and Debian's python3.11, which
-// has libpython linked into its executable.
+// The CPython programs (test_programs/python/) and the interpreters they run on: the venv's
+// shared-library Python 3.11 (tools/setup_python.sh) and Debian's python3.11, which has
+// libpython linked into its executable; and, for the tests of every version, all of these.
 inline const std::string kPythonPrograms = std::string(GT_SOURCE_DIR) + "/test_programs/python/";
 inline const std::string kVenvPython = std::string(GT_SOURCE_DIR) + "/.venv/bin/python";
 inline const std::string kStaticPython = "/usr/bin/python3.11";
+
+struct PythonUnderTest {
+    std::string name;    // "3.12", "3.11-static"
+    std::string python;  // the interpreter
+    bool packages;       // a venv with tools/python_requirements.txt (openai, pydantic)
+};
+// Every CPython version growtrace reads: the project's venvs for 3.10 to 3.13 and Debian's
+// static 3.11. Some may be absent on a machine: tests then skip them, saying why.
+const std::vector<PythonUnderTest>& pythons_under_test();
+inline void PrintTo(const PythonUnderTest& p, std::ostream* os) { *os << p.name << " (" << p.python << ")"; }
+// A test name for gtest ("Py3_12", "Py3_11_static").
+std::string python_test_name(const ::testing::TestParamInfo<PythonUnderTest>& info);
+// Skips the calling test when `p` is not installed, or needs packages it does not have.
+#define GT_SKIP_UNLESS_INSTALLED(p, need_packages)                                                            \
+    do {                                                                                                       \
+        if (access((p).python.c_str(), X_OK) != 0)                                                             \
+            GTEST_SKIP() << "CPython " << (p).name << ": " << (p).python                                     \
+                         << " is not installed (tools/setup_python.sh makes the venvs)";                      \
+        if ((need_packages) && !(p).packages)                                                                  \
+            GTEST_SKIP() << "CPython " << (p).name << " has no venv with the openai reproduction's packages"; \
+    } while (0)
 // 1-based line of "# mark: NAME" in test_programs/python/<file>.
 int python_mark(const std::string& file, const std::string& name);
 // The findings of one kind in an analyzer report.

@@ -8,12 +8,11 @@
 namespace growtrace::preload::python {
 namespace {
 
-struct Traits310 {
+struct Traits310 : CommonTraits {
     using Frame = PyFrameObject;
     static constexpr bool kFramesOrdered = false;
 
     static const Frame* current(void* tstate) { return static_cast<PyThreadState*>(tstate)->frame; }
-    static unsigned long thread_id(void* tstate) { return static_cast<PyThreadState*>(tstate)->thread_id; }
     static const Frame* previous(const Frame* f) { return f->f_back; }
     static bool is_shim(const Frame*) { return false; }
     static const void* code(const Frame* f) { return f->f_code; }

@@ -10,7 +10,7 @@
 namespace growtrace::preload::python {
 namespace {
 
-struct Traits311 {
+struct Traits311 : CommonTraits {
     using Frame = _PyInterpreterFrame;
     static constexpr bool kFramesOrdered = true;
 
@@ -18,21 +18,12 @@ struct Traits311 {
         auto* t = static_cast<PyThreadState*>(tstate);
         return t->cframe ? t->cframe->current_frame : nullptr;
     }
-    static unsigned long thread_id(void* tstate) { return static_cast<PyThreadState*>(tstate)->thread_id; }
     static const Frame* previous(const Frame* f) { return f->previous; }
     static bool is_shim(const Frame*) { return false; }
     static const void* code(const Frame* f) { return f->f_code; }
     static uintptr_t instruction(const Frame* f) { return reinterpret_cast<uintptr_t>(f->prev_instr); }
     static bool location(const Frame* f, FrameRef& out) {
-        PyCodeObject* code = f->f_code;
-        auto offset = static_cast<int32_t>(f->prev_instr - _PyCode_CODE(code));
-        // Not started yet (CPython leaves such frames out of tracebacks). Telling needs the code
-        // object's first traceable instruction, a likely cache miss, so only frames near their
-        // start look at it.
-        if (offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable)
-            return false;
-        out = {code, offset, f->is_entry, code_generation(code)};
-        return true;
+        return interpreter_frame_location(f, f->f_code, f->prev_instr, f->is_entry, out);
     }
 };
 

@@ -10,7 +10,7 @@
 namespace growtrace::preload::python {
 namespace {
 
-struct Traits312 {
+struct Traits312 : CommonTraits {
     using Frame = _PyInterpreterFrame;
     static constexpr bool kFramesOrdered = true;
 
@@ -18,20 +18,13 @@ struct Traits312 {
         auto* t = static_cast<PyThreadState*>(tstate);
         return t->cframe ? t->cframe->current_frame : nullptr;
     }
-    static unsigned long thread_id(void* tstate) { return static_cast<PyThreadState*>(tstate)->thread_id; }
     static const Frame* previous(const Frame* f) { return f->previous; }
     static bool is_shim(const Frame* f) { return f->owner == FRAME_OWNED_BY_CSTACK; }
     static const void* code(const Frame* f) { return f->f_code; }
     static uintptr_t instruction(const Frame* f) { return reinterpret_cast<uintptr_t>(f->prev_instr); }
     static bool location(const Frame* f, FrameRef& out) {
-        if (is_shim(f)) return false;
-        PyCodeObject* code = f->f_code;
-        auto offset = static_cast<int32_t>(f->prev_instr - _PyCode_CODE(code));
-        if (offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable)
-            return false;
-        bool entry = f->previous && is_shim(f->previous);
-        out = {code, offset, entry, code_generation(code)};
-        return true;
+        return !is_shim(f) &&
+               interpreter_frame_location(f, f->f_code, f->prev_instr, f->previous && is_shim(f->previous), out);
     }
 };
 

@@ -10,25 +10,18 @@
 namespace growtrace::preload::python {
 namespace {
 
-struct Traits313 {
+struct Traits313 : CommonTraits {
     using Frame = _PyInterpreterFrame;
     static constexpr bool kFramesOrdered = true;
 
     static const Frame* current(void* tstate) { return static_cast<PyThreadState*>(tstate)->current_frame; }
-    static unsigned long thread_id(void* tstate) { return static_cast<PyThreadState*>(tstate)->thread_id; }
     static const Frame* previous(const Frame* f) { return f->previous; }
     static bool is_shim(const Frame* f) { return f->owner == FRAME_OWNED_BY_CSTACK; }
     static const void* code(const Frame* f) { return f->f_executable; }
     static uintptr_t instruction(const Frame* f) { return reinterpret_cast<uintptr_t>(f->instr_ptr); }
     static bool location(const Frame* f, FrameRef& out) {
-        if (is_shim(f)) return false;
-        auto* code = reinterpret_cast<PyCodeObject*>(f->f_executable);
-        auto offset = static_cast<int32_t>(f->instr_ptr - _PyCode_CODE(code));
-        if (offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable)
-            return false;
-        bool entry = f->previous && is_shim(f->previous);
-        out = {code, offset, entry, code_generation(code)};
-        return true;
+        return !is_shim(f) && interpreter_frame_location(f, reinterpret_cast<PyCodeObject*>(f->f_executable),
+                                                         f->instr_ptr, f->previous && is_shim(f->previous), out);
     }
 };
 

@@ -34,4 +34,27 @@ namespace growtrace::preload::python {
 // a frame at its first line that CPython leaves out.)
 inline constexpr int32_t kPrologueBound = 8;
 
+namespace {  // each version file has its own, compiled against its own headers
+
+// The accessors spelled the same in every version's headers.
+struct CommonTraits {
+    static unsigned long thread_id(void* tstate) { return static_cast<PyThreadState*>(tstate)->thread_id; }
+};
+
+#if PY_VERSION_HEX >= 0x030B0000
+// 3.11+: where an interpreter frame is, given its code object and position (the versions name
+// both differently); false for a frame that has not started (CPython leaves such frames out of
+// tracebacks). Telling needs the code object's first traceable instruction, a likely cache
+// miss, so only frames near their start look at it.
+inline bool interpreter_frame_location(const _PyInterpreterFrame* f, PyCodeObject* code, const _Py_CODEUNIT* position,
+                                       bool entry, FrameRef& out) {
+    auto offset = static_cast<int32_t>(position - _PyCode_CODE(code));
+    if (offset < kPrologueBound && f->owner != FRAME_OWNED_BY_GENERATOR && offset < code->_co_firsttraceable)
+        return false;
+    out = {code, offset, entry, code_generation(code)};
+    return true;
+}
+#endif
+
+}  // namespace
 }  // namespace growtrace::preload::python

@@ -1,9 +1,12 @@
 // Telling code objects apart without keeping them alive. A frame is identified by its code
 // object's address, but code compiled at run time is freed and its address reused by the next
 // one; holding a reference to every code object seen would change what the program keeps.
-// Instead each address (hashed into one of 64K buckets) has a generation, bumped whenever a
+// Instead each address (hashed into one of 1M buckets) has a generation, bumped whenever a
 // code object at such an address is freed: (address, generation) names one code object for
-// its whole life. A collision only costs a new id for an unchanged frame.
+// its whole life. A collision (a code object dies in the bucket of one still running) gives
+// the live one a new id the next time its frame is walked: the same frame then has two ids,
+// which the analyzer merges by their names; the buckets are many (2 MiB, touched only by
+// CPython processes) to keep that rare.
 #pragma once
 
 #include <atomic>
@@ -11,12 +14,12 @@
 
 namespace growtrace::preload::python {
 
-inline constexpr unsigned kCodeGenerationBuckets = 1u << 16;
+inline constexpr unsigned kCodeGenerationBuckets = 1u << 20;
 inline std::atomic<uint16_t> g_code_generations[kCodeGenerationBuckets];
 
 inline std::atomic<uint16_t>& code_generation_bucket(const void* code) {
     auto a = reinterpret_cast<uintptr_t>(code);
-    return g_code_generations[((a >> 4) ^ (a >> 20)) & (kCodeGenerationBuckets - 1)];
+    return g_code_generations[((a >> 4) ^ (a >> 24)) & (kCodeGenerationBuckets - 1)];
 }
 
 inline uint16_t code_generation(const void* code) {

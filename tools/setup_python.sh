@@ -92,7 +92,11 @@ make_venv() {
 }
 
 make_venv 11 "$repo/.venv" || { log "no CPython 3.11 with a shared libpython found (tried \$GROWTRACE_PYTHON, pyenv, PATH)"; exit 1; }
-for minor in 10 12 13; do
+# The other versions growtrace reads: those with a layout file (preload/python/cpython/).
+for layout in "$repo"/preload/python/cpython/version_3*.cpp; do
+    minor="${layout##*/version_3}"
+    minor="${minor%.cpp}"
+    [[ $minor == 11 ]] && continue
     make_venv "$minor" "$repo/.venv-3.$minor" || log "note: no venv for CPython 3.$minor: its tests will be skipped"
 done
 

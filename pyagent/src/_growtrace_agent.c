@@ -29,8 +29,8 @@
 
 #include "growtrace_py_api.h"
 
-#if PY_VERSION_HEX < 0x030A0000 || PY_VERSION_HEX >= 0x030E0000
-#error "_growtrace_agent supports CPython 3.10 to 3.13"
+#if PY_VERSION_HEX < 0x030A0000
+#error "_growtrace_agent needs CPython 3.10 or newer (the build only asks for versions with a layout)"
 #endif
 
 /* The name tracebacks show for a code object: its qualified name where it has one (3.11+). */

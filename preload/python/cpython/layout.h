@@ -4,8 +4,9 @@
 // compiled against that version's own headers. Nothing outside preload/python/cpython/ reads
 // an interpreter structure except through this interface.
 //
-// Adding a version: a version_3XX.cpp (copy the nearest one, follow the header changes), a
-// line in preload/CMakeLists.txt's version list, and a row in the tests' interpreter list.
+// Adding a version: a version_3XX.cpp (copy the nearest one, follow the header changes; the
+// build and tools/setup_python.sh find the versions by these files), and a row in the tests'
+// interpreter lists (tests/e2e pythons_under_test(), pyagent/tests INTERPRETERS).
 #pragma once
 
 #include <cstddef>

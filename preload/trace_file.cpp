@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "format/checksum.h"
 #include "format/trace_format.h"
 #include "preload/log.h"
 
@@ -82,6 +83,7 @@ bool TraceFile::open(const char* primary, Origin origin) {
     format::FileHeader header{};
     memcpy(header.magic, format::kMagic, sizeof header.magic);
     header.version = format::kVersion;
+    header.flags = format::kFlagBlockChecksums;
     complete_size_ = 0;
     if (!write_all(file_.raw(), &header, sizeof header)) {
         log_line("cannot write trace to %s: %s; the program runs untraced", path_, strerror(last_errno_));
@@ -146,6 +148,7 @@ bool TraceFile::write_block_parts(int fd, const uint8_t* records, size_t size) {
         }
     }
     header.stored_size = static_cast<uint32_t>(stored);
+    header.checksum = format::crc32c_update(format::crc32c(&header, format::kChecksummedBytes), payload, stored);
     // Header and payload in one write() so a SIGKILL leaves no half block.
     if (payload != records) {
         memcpy(compressed_, &header, sizeof header);

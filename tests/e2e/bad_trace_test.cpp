@@ -73,6 +73,19 @@ TEST(BadTrace, NewerVersion) {
     expect_refused(path, std::to_string(format::kVersion + 41));
 }
 
+// A process that ended (or exec'd, or was killed) before the first flush leaves only the file
+// header: no report with pid 0 and an empty command, but one line saying so.
+TEST(BadTrace, HeaderOnly) {
+    ScratchDir dir;
+    std::string path = dir / "header-only.gtrace";
+    write_file(path, file_header());
+    ProcessResult r = growtrace({"analyze", path});
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "growtrace: error: trace " + path + " holds no records, only its 16-byte file header: the "
+                     "process ended, exec'd or was killed before the tracer's first flush\n");
+}
+
 TEST(BadTrace, TruncatedHeaderAndBlock) {
     ScratchDir dir;
     std::string header_cut = dir / "header-cut.gtrace";

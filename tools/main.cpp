@@ -60,8 +60,10 @@ int main(int argc, char** argv) {
         return false;
     };
     if (!args.empty() && !args[0].empty() && args[0][0] != '-' && !is_verb(args[0])) {
-        return error(fmt::format("unknown verb '{}' (expected run, analyze or dump; see growtrace --help)",
-                                 args[0]));
+        std::string names;
+        for (size_t i = 0; i < verbs.size(); ++i)
+            names += (i == 0 ? "" : i + 1 == verbs.size() ? " or " : ", ") + verbs[i].app->get_name();
+        return error(fmt::format("unknown verb '{}' (expected {}; see growtrace --help)", args[0], names));
     }
     if (trailing.present && (args.empty() || (args[0] != "run" && args[0] != "check"))) {
         return error("'--' is only accepted by 'growtrace run -- COMMAND [ARGS...]'");

@@ -36,7 +36,8 @@ TEST(Cli, UsageErrorsExitTwoWithOneLine) {
 
     ProcessResult unknown = growtrace({"frobnicate"});
     EXPECT_EQ(unknown.exit_code, 2);
-    EXPECT_TRUE(unknown.err.starts_with("growtrace: error: unknown verb 'frobnicate'")) << unknown.err;
+    EXPECT_EQ(unknown.err, "growtrace: error: unknown verb 'frobnicate' (expected run, analyze, dump, attach, detach, "
+                           "report or check; see growtrace --help)\n");
 
     ProcessResult no_command = growtrace({"run"});
     EXPECT_EQ(no_command.exit_code, 2);
@@ -103,6 +104,15 @@ TEST(Cli, UnwritableTracePathRunsTheCommandUntraced) {
     ProcessResult dir_in_way = growtrace({"run", "-o", dir / "a-directory.gtrace", "--", GT_PROGRAM_EXIT_WITH});
     EXPECT_EQ(dir_in_way.exit_code, 0);
     EXPECT_TRUE(contains(dir_in_way.err, "Is a directory; running the command untraced")) << dir_in_way.err;
+
+    // A device (it exists, but no trace can be made there): said as such, not "File exists".
+    std::vector<std::string> to_device{"run", "-o", "/dev/full", "--"};
+    to_device.insert(to_device.end(), program.begin(), program.end());
+    ProcessResult device = growtrace(to_device);
+    EXPECT_EQ(device.exit_code, 3);
+    EXPECT_EQ(device.out, plain.out);
+    EXPECT_EQ(device.err, "growtrace: warning: cannot write trace to /dev/full: not a regular file (a trace is a file "
+                          "of its own); running the command untraced\n");
 }
 
 TEST(Cli, TracedProgramKeepsItsOutputInputAndStatus) {

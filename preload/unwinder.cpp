@@ -55,17 +55,17 @@ bool unwinder_init() {
     return true;
 }
 
+// Our own frames are dropped wherever they are: the hooks at the innermost end, and
+// main_then_exiting (hooks.cpp), which runs the program's main, at the outermost.
 int capture_stack(uint64_t* ips, int max_frames) {
     void* raw[kMaxFrames + 8];
     int n = g_backtrace(raw, kMaxFrames + 8);
-    int first = 0;
-    while (first < n) {
-        auto ip = reinterpret_cast<uintptr_t>(raw[first]);
-        if (ip < g_self_begin || ip >= g_self_end) break;
-        ++first;
-    }
     int count = 0;
-    for (int i = first; i < n && count < max_frames; ++i) ips[count++] = reinterpret_cast<uintptr_t>(raw[i]);
+    for (int i = 0; i < n && count < max_frames; ++i) {
+        auto ip = reinterpret_cast<uintptr_t>(raw[i]);
+        if (ip >= g_self_begin && ip < g_self_end) continue;
+        ips[count++] = ip;
+    }
     return count;
 }
 

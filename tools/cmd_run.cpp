@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "common.h"
+#include "crash_report.h"
 #include "paths.h"
 #include "elf_check.h"
 #include "launcher.h"
@@ -238,6 +239,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
 
     int exec_errno = launcher.release(traced ? traced_environment(library, output, options)
                                              : current_environment());
+    crash_here_for_tests("run-wait");
     ChildExit exit_status = launcher.wait();
     if (exec_errno != 0 && exec_errno != EPIPE) {
         return error(fmt::format("cannot execute {}: {}", *resolved, strerror(exec_errno)));

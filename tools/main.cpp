@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common.h"
+#include "crash_report.h"
 
 namespace growtrace::cli {
 
@@ -23,6 +24,9 @@ void note(std::string_view message) { fmt::print(stderr, "growtrace: {}\n", mess
 
 int main(int argc, char** argv) {
     using namespace growtrace::cli;
+    install_crash_report(argc, argv);
+    crash_here_for_tests("start");
+    crash_here_for_tests("exception");
 
     // Everything after the first "--" belongs to the traced command, never to CLI11.
     std::vector<std::string> args(argv + 1, argv + argc);

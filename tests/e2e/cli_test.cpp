@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -197,6 +198,39 @@ TEST(Cli, InterruptIsIgnoredAndTerminationForwarded) {
     EXPECT_EQ(t.exit_code, 128 + SIGTERM) << t.err;
     EXPECT_NE(t.err.find("growtrace: command killed by signal 15 (SIGTERM)"), std::string::npos) << t.err;
     EXPECT_EQ(t.out, "") << "the command should have been stopped before it finished";
+}
+
+// Should the command itself crash, it says so with its own stack and what to report, dies of
+// the same signal, and the program it traces runs on to its end, still traced.
+TEST(Cli, ACrashOfTheCommandPrintsItsStackAndSparesTheProgram) {
+    ProcessResult segv = growtrace({"--version"}, {.env = {{"GROWTRACE_TEST_CRASH", "start"}}});
+    EXPECT_EQ(segv.signal, SIGSEGV) << segv.describe();
+    EXPECT_TRUE(segv.err.starts_with("growtrace: internal error: signal 11 (SEGV) in the growtrace command ")) << segv.err;
+    EXPECT_TRUE(contains(segv.err, "growtrace: its stack:\n")) << segv.err;
+    EXPECT_TRUE(contains(segv.err, "crash_here_for_tests")) << segv.err;  // symbolized, with files and lines
+    EXPECT_TRUE(contains(segv.err, "crash_report.cpp:")) << segv.err;
+    EXPECT_TRUE(contains(segv.err, "growtrace: please report this bug")) << segv.err;
+
+    ProcessResult thrown = growtrace({"--version"}, {.env = {{"GROWTRACE_TEST_CRASH", "exception"}}});
+    EXPECT_EQ(thrown.signal, SIGABRT) << thrown.describe();
+    EXPECT_TRUE(thrown.err.starts_with("growtrace: internal error: uncaught exception (crash requested by "
+                                       "GROWTRACE_TEST_CRASH)"))
+        << thrown.err;
+    EXPECT_EQ(thrown.err.find("internal error", 30), thrown.err.npos) << "reported twice: " << thrown.err;
+
+    ScratchDir dir;
+    std::string done = dir / "done";
+    std::string trace = dir / "spared.gtrace";
+    ProcessResult r = growtrace({"run", "-o", trace, "--", "/bin/sh", "-c", "sleep 0.5; echo done > '" + done + "'"},
+                                {.env = {{"GROWTRACE_TEST_CRASH", "run-wait"}}});
+    EXPECT_EQ(r.signal, SIGSEGV) << r.describe();
+    EXPECT_TRUE(contains(r.err, "growtrace: internal error: signal 11 (SEGV)")) << r.err;
+    for (int i = 0; i < 100 && read_file(done).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(read_file(done), "done\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ProcessResult analysis = growtrace({"analyze", trace});
+    EXPECT_EQ(analysis.exit_code, 0) << analysis.err;
+    EXPECT_TRUE(contains(analysis.out, "/bin/sh -c")) << analysis.out;
 }
 
 TEST(Cli, AnalyzeRefusesUnwritableReport) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/record_decoder.h"
+#include "analyzer/trace_error.h"
 
 namespace growtrace {
 
@@ -72,6 +73,7 @@ public:
         start_ticks = r.start_ticks;
         model_.set_origin(r.start_ticks);
     }
+    bool seen_process() const { return seen_process_; }
     void on_module(const ModuleRecord& r) override { symbolizer_.add_module(r, generation_); }
     void on_modules_reset(const ModulesResetRecord&) override { ++generation_; }
     void on_stack_node(const StackNodeRecord& r) override { nodes[r.id] = StackNode{r.parent, r.ip, generation_}; }
@@ -116,10 +118,14 @@ public:
         last_ticks = std::max(last_ticks, r.ticks);
     }
     void on_fork(const ForkRecord& r) override { children.push_back(ChildTrace{"fork", r.child_pid, r.path}); }
-    void on_exec(const ExecRecord& r) override { children.push_back(ChildTrace{"exec", 0, r.path}); }
+    void on_exec(const ExecRecord& r) override {
+        children.push_back(ChildTrace{"exec", 0, r.path});
+        execed = true;
+    }
     void on_tracer_error(const TracerErrorRecord& r) override { tracer_errors.push_back(r); }
 
     uint64_t pid = 0;
+    bool execed = false;  // an Exec record: the image was replaced, its trace ends there
     std::string command;
     uint64_t start_ticks = 0;
     uint64_t exit_ticks = 0;  // 0 = no Exiting record
@@ -309,6 +315,10 @@ AnalysisResult analyze_trace(const std::string& path) {
     Symbolizer symbolizer;
     Collector c(model, symbolizer);
     const ReadSummary summary = read_trace(path, c);
+    if (summary.records == 0)
+        throw TraceError(fmt::format("trace {} holds no records, only its {}-byte file header: the process ended, "
+                                     "exec'd or was killed before the tracer's first flush",
+                                     path, summary.file_size));
 
     AnalysisResult out;
     out.trace_format_version = summary.version;
@@ -380,8 +390,11 @@ AnalysisResult analyze_trace(const std::string& path) {
     add_python_findings(out, c, symbolizer);
 
     if (!out.ended_cleanly)
-        out.warnings.push_back(
-            "trace has no end record (the process was killed or is still running); analysed up to its last flush");
+        out.warnings.push_back(c.execed ? "trace ends where the process exec'd another program (traced to a file of its own)"
+                                        : "trace has no end record (the process was killed or is still running); "
+                                          "analysed up to its last flush");
+    if (!c.seen_process())
+        out.warnings.push_back("trace has no Process record: the process id and command are unknown");
     for (const auto& e : c.tracer_errors)
         out.warnings.push_back(fmt::format("tracer error at {:.3f} s: {}", c.clock.seconds(static_cast<double>(e.ticks)), e.message));
     if (r.totals.untraced_reuses)

@@ -91,8 +91,11 @@ void write_type_finding(size_t number, const TypeReport& t, std::ostream& out) {
 void write_not_finding_caches(const AnalysisResult& r, std::ostream& out) {
     if (r.caches.empty()) return;
     out << fmt::format("not findings: {} cache{} that stopped growing", r.caches.size(), r.caches.size() == 1 ? "" : "s");
-    for (size_t i = 0; i < r.caches.size() && i < 3; ++i)
+    constexpr size_t kNamed = 3;
+    for (size_t i = 0; i < r.caches.size() && i < kNamed; ++i)
         out << fmt::format("{} {} ({})", i ? ";" : ":", r.caches[i].cache.name, r.caches[i].cache.reason);
+    if (r.caches.size() > kNamed)
+        out << fmt::format("; and {} more (growtrace analyze --json lists them all)", r.caches.size() - kNamed);
     out << '\n';
 }
 

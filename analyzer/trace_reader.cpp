@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include "analyzer/trace_error.h"
+#include "format/checksum.h"
 
 namespace growtrace {
 
@@ -99,6 +100,11 @@ TraceReader::TraceReader(const std::string& path) : path_(path) {
         if (version_ > format::kVersion)
             throw TraceError(fmt::format("trace format version {} is newer than this analyzer supports (max {})",
                                          version_, format::kVersion));
+        // From version 3 the flags are known exactly: other bits are damage, not news.
+        const uint32_t flags = load_u32_le(header + 12);
+        if (version_ >= 3 && flags != format::kKnownFlags)
+            throw TraceError(fmt::format("corrupt trace: file header flags 0x{:08x} at offset 12, expected 0x{:08x}",
+                                         flags, format::kKnownFlags));
     } catch (...) {
         std::fclose(file_);
         file_ = nullptr;
@@ -128,35 +134,47 @@ bool TraceReader::load_next_block() {
     block_.index = blocks_read_;
     block_.offset = pos_;
     const uint64_t left = file_size_ - pos_;
-    if (left < sizeof(format::BlockHeader))
+    const uint32_t header_size = format::block_header_size(version_);
+    if (left < header_size)
         throw TraceError(fmt::format("truncated trace: block {} at offset {} needs {} bytes of header, file ends after {}",
-                                     block_.index, block_.offset, sizeof(format::BlockHeader), left));
+                                     block_.index, block_.offset, header_size, left));
     uint8_t h[sizeof(format::BlockHeader)];
-    read_exact(h, sizeof(h));
+    read_exact(h, header_size);
     const uint32_t magic = load_u32_le(h);
     block_.codec = h[4];
     block_.stored_size = load_u32_le(h + 8);
     block_.raw_size = load_u32_le(h + 12);
+    const bool checksummed = header_size > format::kChecksummedBytes;
     if (magic != format::kBlockMagic) fail_block(fmt::format("bad block magic 0x{:08x}", magic));
     if (block_.stored_size > format::kMaxBlockSize || block_.raw_size > format::kMaxBlockSize)
         fail_block(fmt::format("block sizes stored={} raw={} exceed the maximum {}", block_.stored_size,
                                block_.raw_size, format::kMaxBlockSize));
     const uint64_t payload_left = file_size_ - pos_;
     if (block_.stored_size > payload_left)
-        throw TraceError(fmt::format("truncated trace: block {} at offset {} needs {} bytes, file ends after {}",
-                                     block_.index, block_.offset, block_.stored_size, payload_left));
+        throw TraceError(fmt::format("truncated trace: block {} at offset {} needs {} bytes, file ends after {}{}",
+                                     block_.index, block_.offset, block_.stored_size, payload_left,
+                                     checksummed ? " (or its header is damaged)" : ""));
 
-    switch (static_cast<format::Codec>(block_.codec)) {
+    const auto codec = static_cast<format::Codec>(block_.codec);
+    std::vector<uint8_t>& stored = codec == format::Codec::Raw ? raw_ : stored_;
+    stored.resize(block_.stored_size);
+    read_exact(stored.data(), stored.size());
+    if (checksummed) {
+        const uint32_t expected = load_u32_le(h + format::kChecksummedBytes);
+        const uint32_t actual =
+            format::crc32c_update(format::crc32c(h, format::kChecksummedBytes), stored.data(), stored.size());
+        if (actual != expected)
+            fail_block(fmt::format("checksum mismatch (header says 0x{:08x}, the {} bytes give 0x{:08x}): the "
+                                   "block was damaged after it was written",
+                                   expected, header_size + stored.size(), actual));
+    }
+    switch (codec) {
         case format::Codec::Raw:
             if (block_.stored_size != block_.raw_size)
                 fail_block(fmt::format("raw block stores {} bytes but declares {} decoded bytes",
                                        block_.stored_size, block_.raw_size));
-            raw_.resize(block_.raw_size);
-            read_exact(raw_.data(), raw_.size());
             break;
         case format::Codec::Zstd: {
-            stored_.resize(block_.stored_size);
-            read_exact(stored_.data(), stored_.size());
             raw_.resize(block_.raw_size);
             // Decompress into exactly raw_size bytes: a frame that decodes to more is an error
             // from zstd ("destination buffer too small"), one that decodes to less is caught below.

@@ -3,7 +3,8 @@
 //
 // Layout of a trace file:
 //   FileHeader                       16 bytes, uncompressed
-//   Block*                           each: BlockHeader + payload (raw or one zstd frame)
+//   Block*                           each: BlockHeader + payload (raw or one zstd frame);
+//                                    the header is 16 bytes in versions 1-2, 20 from 3
 // A block's decoded payload is a sequence of whole records:
 //   u8 kind | varint payload_length | payload
 // Every record is length-prefixed so a reader can skip kinds it does not know.
@@ -18,14 +19,19 @@ inline constexpr char kMagic[8] = {'G', 'R', 'O', 'W', 'T', 'R', 'C', '\n'};
 //   1 = thread runs carry Alloc/Free with addresses and exact ticks.
 //   2 = thread runs carry AllocCompact/FreeCompact/Time (the writer matches frees); the
 //       v1 kinds stay valid and readers must accept both.
-inline constexpr uint32_t kVersion = 2;
+//   3 = every block header ends with a CRC-32C of the header and the stored payload, and the
+//       file header's flags say so (kFlagBlockChecksums); records are as in version 2.
+inline constexpr uint32_t kVersion = 3;
 
 struct FileHeader {
     char magic[8];
     uint32_t version;   // little endian
-    uint32_t flags;     // reserved, 0
+    uint32_t flags;     // versions 1-2: reserved, 0; from 3: kKnownFlags, anything else is corrupt
 };
 static_assert(sizeof(FileHeader) == 16);
+
+inline constexpr uint32_t kFlagBlockChecksums = 1u << 0;  // version 3: BlockHeader::checksum is set
+inline constexpr uint32_t kKnownFlags = kFlagBlockChecksums;
 
 inline constexpr uint32_t kBlockMagic = 0x4b425447;  // "GTBK" little endian
 
@@ -37,8 +43,17 @@ struct BlockHeader {
     uint8_t reserved[3];
     uint32_t stored_size;  // bytes of payload that follow in the file
     uint32_t raw_size;     // bytes of records after decoding
+    // From version 3: CRC-32C (format/checksum.h) of the 16 bytes above, then of the
+    // stored_size bytes of payload. Versions 1-2 have no such field: their headers end above.
+    uint32_t checksum;
 };
-static_assert(sizeof(BlockHeader) == 16);
+static_assert(sizeof(BlockHeader) == 20);
+inline constexpr uint32_t kBlockHeaderSizeV1 = 16;  // versions 1 and 2
+inline constexpr uint32_t kChecksummedBytes = 16;   // of the header, before `checksum`
+
+inline constexpr uint32_t block_header_size(uint32_t version) {
+    return version >= 3 ? sizeof(BlockHeader) : kBlockHeaderSizeV1;
+}
 
 // Upper bound a reader accepts for one block, so a corrupt size cannot make it allocate
 // without limit.

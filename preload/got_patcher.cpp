@@ -278,6 +278,46 @@ int got_restore_all() {
     return scan.restored;
 }
 
+namespace {
+struct Redirect {
+    uintptr_t address;
+    const char* name;
+    void* replacement;
+    int changed;
+};
+
+void redirect_table(const dl_phdr_info* info, const DynamicInfo& dyn, const ElfW(Rela)* table, size_t bytes,
+                    const Relro& relro, Redirect& r) {
+    if (!table) return;
+    for (size_t i = 0; i < bytes / sizeof(ElfW(Rela)); ++i) {
+        unsigned type = ELF64_R_TYPE(table[i].r_info);
+        size_t sym = ELF64_R_SYM(table[i].r_info);
+        if ((type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) || sym == 0) continue;
+        if (strcmp(dyn.strtab + dyn.symtab[sym].st_name, r.name) != 0) continue;
+        store_slot(reinterpret_cast<void**>(info->dlpi_addr + table[i].r_offset), r.replacement, relro);
+        ++r.changed;
+    }
+}
+
+int redirect_object(dl_phdr_info* info, size_t, void* arg) {
+    auto& r = *static_cast<Redirect*>(arg);
+    if (!inside_object(info, reinterpret_cast<const void*>(r.address))) return 0;
+    DynamicInfo dyn;
+    if (read_dynamic(info, dyn)) {
+        Relro relro = relro_of(info);
+        redirect_table(info, dyn, dyn.jmprel, dyn.jmprel_size, relro, r);
+        redirect_table(info, dyn, dyn.rela, dyn.rela_size, relro, r);
+    }
+    return 1;
+}
+}  // namespace
+
+int got_redirect_in_object(const void* address, const char* name, void* replacement) {
+    Redirect r{reinterpret_cast<uintptr_t>(address), name, replacement, 0};
+    dl_iterate_phdr(redirect_object, &r);
+    return r.changed;
+}
+
 int got_patched_count() {
     pthread_mutex_lock(&g_mutex);
     int n = g_slot_count;

@@ -33,4 +33,9 @@ int got_restore_all();
 // Slots currently patched.
 int got_patched_count();
 
+// Points the slots for `name` of the one object that contains `address` at `replacement`, for
+// good (not undone by got_restore_all). For the libraries the tracer loads itself. Returns the
+// number of slots changed.
+int got_redirect_in_object(const void* address, const char* name, void* replacement);
+
 }  // namespace growtrace::preload

@@ -45,8 +45,9 @@ struct ScanState {
     RecordSink sink;
     bool reset;
     Ranges* ranges;
-    char exe[4096];
 };
+
+char g_exe[4096];  // module_map_program_path()
 
 void read_build_id(const dl_phdr_info* info, const uint8_t*& id, size_t& size) {
     id = nullptr;
@@ -75,7 +76,7 @@ int visit(dl_phdr_info* info, size_t, void* data) {
     auto* state = static_cast<ScanState*>(data);
     const char* name = info->dlpi_name;
     // The main program has an empty name; the vDSO has no file to symbolise from.
-    if (!name || !*name) name = state->exe;
+    if (!name || !*name) name = g_exe;
     if (strncmp(name, "linux-vdso", 10) == 0) return 0;
 
     format::RecordEncoder rec(format::RecordKind::Module);
@@ -144,8 +145,7 @@ void module_map_scan(RecordSink sink, bool force) {
         if (state != MAP_FAILED && ranges) {
             state->sink = sink;
             state->ranges = ranges;
-            ssize_t n = readlink("/proc/self/exe", state->exe, sizeof state->exe - 1);
-            state->exe[n > 0 ? n : 0] = '\0';
+            module_map_program_path();
             if (unloaded) {
                 g_known_count = 0;
                 format::RecordEncoder reset(format::RecordKind::ModulesReset);
@@ -160,6 +160,16 @@ void module_map_scan(RecordSink sink, bool force) {
         if (state != MAP_FAILED) munmap(state, sizeof(ScanState));
     }
     pthread_mutex_unlock(&g_mutex);
+}
+
+const char* module_map_program_path() {
+    char now[sizeof g_exe];
+    ssize_t n = readlink("/proc/self/exe", now, sizeof now - 1);
+    if (n > 0) {
+        memcpy(g_exe, now, static_cast<size_t>(n));
+        g_exe[n] = '\0';
+    }
+    return g_exe;
 }
 
 void module_map_prepare_fork() { pthread_mutex_lock(&g_mutex); }

@@ -24,6 +24,11 @@ void module_map_child_after_fork();  // also forgets what was written
 // Attach mode, next trace: write every module again.
 void module_map_forget();
 
+// The program's path, read now (and remembered: once its main thread has ended, as after
+// pthread_exit, /proc/self/exe cannot be read any more). Called when a trace starts, so that
+// later scans name the program whatever happens to that thread.
+const char* module_map_program_path();
+
 // Lock-free: is ip inside an executable segment written to the trace so far?
 bool module_map_covers(uint64_t ip);
 

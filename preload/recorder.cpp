@@ -13,6 +13,7 @@
 #include "format/varint.h"
 #include "preload/clock.h"
 #include "preload/config.h"
+#include "preload/descriptors.h"
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/python/agent_api.h"
@@ -336,16 +337,14 @@ void put_alloc(ThreadState* ts, uint64_t ticks, void* ptr, size_t size, uint32_t
 }
 
 void emit_process_record(const char* parent_trace) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = '\0';
+    const char* exe = module_map_program_path();
     char cmdline[3072];
     size_t cmdline_size = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t r = read(fd, cmdline, sizeof cmdline);
+    OwnFd fd;
+    if (fd.open("/proc/self/cmdline", O_RDONLY)) {
+        ssize_t r = read(fd.raw(), cmdline, sizeof cmdline);
         cmdline_size = r > 0 ? static_cast<size_t>(r) : 0;
-        close(fd);
+        fd.close();
     }
     if (cmdline_size && cmdline[cmdline_size - 1] == '\0') --cmdline_size;
     format::RecordEncoder rec(RecordKind::Process);

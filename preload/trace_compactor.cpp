@@ -79,6 +79,24 @@ void TraceCompactor::Table::insert(const Entry& e) {
     ++size;
 }
 
+void TraceCompactor::Table::insert_capped(const Entry& e) {
+    if (!slots || (size + 1) * 2 > mask + 1) grow();
+    if (size + 1 > mask) return;
+    size_t i = hash_addr(e.addr) & mask;
+    size_t oldest = 0;
+    unsigned same = 0;
+    for (; slots[i].addr; i = (i + 1) & mask) {
+        if (slots[i].addr != e.addr) continue;
+        if (!same++ || slots[i].ticks < slots[oldest].ticks) oldest = i;
+    }
+    if (same >= kMaxPerAddress) {
+        slots[oldest] = e;
+        return;
+    }
+    slots[i] = e;
+    ++size;
+}
+
 void TraceCompactor::Table::erase_slot(size_t i) {
     // Backward-shift deletion keeps every remaining entry reachable from its home slot.
     size_t j = i;
@@ -193,13 +211,13 @@ void TraceCompactor::emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, ui
         emit_free_of(id, early_free.ticks);  // its run came first; it ends this allocation
         return;
     }
-    live_.insert({addr, ticks, id});
+    live_.insert_capped({addr, ticks, id});
 }
 
 void TraceCompactor::emit_free(uint64_t ticks, uint64_t addr) {
     Entry e;
     if (live_.take_latest(addr, ticks, e)) emit_free_of(e.id, ticks);
-    else pending_.insert({addr, ticks, cycle_});
+    else pending_.insert_capped({addr, ticks, cycle_});
 }
 
 // A TypeCreate names its class by address, which v2 traces do not keep for allocations: the

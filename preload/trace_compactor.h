@@ -52,6 +52,13 @@ private:
         size_t mask = 0;
         uint64_t size = 0;
         void insert(const Entry& e);
+        // insert(), except that an address keeps at most kMaxPerAddress entries: beyond, the
+        // one with the smallest ticks is replaced. Entries of one address share a probe run,
+        // so without a bound a free the tracer cannot see (libc freeing internally what the
+        // program allocated, or the reverse, as in attach mode) makes that run, and every
+        // insert into it, grow without end.
+        void insert_capped(const Entry& e);
+        static constexpr unsigned kMaxPerAddress = 8;
         // Removes and returns the entry at addr with the largest ticks <= limit.
         bool take_latest(uint64_t addr, uint64_t limit, Entry& out);
         // The entry at addr with the largest ticks <= limit, left in place; nullptr if none.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "format/checksum.h"
 #include "format/trace_format.h"
 #include "preload/log.h"
 
@@ -26,14 +27,39 @@ bool derived_trace_path(const char* primary, const char* suffix, char* out, size
 }
 
 bool TraceFile::try_create(const char* path) {
-    int fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    if (!file_.open(path, O_WRONLY | O_CREAT | O_EXCL, 0644)) {
         last_errno_ = errno;
         return false;
     }
-    fd_ = fd;
     snprintf(path_, sizeof path_, "%s", path);
     return true;
+}
+
+int TraceFile::usable_fd() {
+    int fd = file_.get();
+    if (fd >= 0 || !file_.is_open()) return fd;
+    OwnFd again;
+    if (!again.open(path_, O_WRONLY)) {
+        last_errno_ = errno;
+        file_.close();
+        return -1;
+    }
+    if (!again.same_file(file_)) {  // replaced by another file of that name
+        again.close();
+        file_.close();
+        last_errno_ = EBADF;
+        return -1;
+    }
+    file_.close();  // forgets the number without closing what the program has there now
+    file_ = again;
+    fd = file_.raw();
+    // A block cut short by the close is not part of the trace.
+    if (ftruncate(fd, static_cast<off_t>(complete_size_)) != 0 ||
+        lseek(fd, static_cast<off_t>(complete_size_), SEEK_SET) < 0) {
+        last_errno_ = errno;
+        return -1;
+    }
+    return fd;
 }
 
 bool TraceFile::open(const char* primary, Origin origin) {
@@ -57,8 +83,9 @@ bool TraceFile::open(const char* primary, Origin origin) {
     format::FileHeader header{};
     memcpy(header.magic, format::kMagic, sizeof header.magic);
     header.version = format::kVersion;
+    header.flags = format::kFlagBlockChecksums;
     complete_size_ = 0;
-    if (!write_all(&header, sizeof header)) {
+    if (!write_all(file_.raw(), &header, sizeof header)) {
         log_line("cannot write trace to %s: %s; the program runs untraced", path_, strerror(last_errno_));
         close();
         return false;
@@ -67,10 +94,10 @@ bool TraceFile::open(const char* primary, Origin origin) {
     return true;
 }
 
-bool TraceFile::write_all(const void* data, size_t size) {
+bool TraceFile::write_all(int fd, const void* data, size_t size) {
     auto* p = static_cast<const uint8_t*>(data);
     while (size > 0) {
-        ssize_t n = ::write(fd_, p, size);
+        ssize_t n = ::write(fd, p, size);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             last_errno_ = n < 0 ? errno : ENOSPC;
@@ -83,17 +110,19 @@ bool TraceFile::write_all(const void* data, size_t size) {
 }
 
 bool TraceFile::write_block(const uint8_t* records, size_t size) {
-    if (fd_ < 0 || size == 0) return fd_ >= 0;
-    if (write_block_parts(records, size)) return true;
+    if (!file_.is_open() || size == 0) return file_.is_open();
+    int fd = usable_fd();
+    if (fd < 0) return false;
+    if (write_block_parts(fd, records, size)) return true;
     // The disk took part of the block (full, quota): cut the file back to the previous block
     // boundary, so what was written stays a readable trace ending at a whole block.
     int saved = last_errno_;
-    if (ftruncate(fd_, static_cast<off_t>(complete_size_)) == 0) lseek(fd_, 0, SEEK_END);
+    if (ftruncate(fd, static_cast<off_t>(complete_size_)) == 0) lseek(fd, 0, SEEK_END);
     last_errno_ = saved;
     return false;
 }
 
-bool TraceFile::write_block_parts(const uint8_t* records, size_t size) {
+bool TraceFile::write_block_parts(int fd, const uint8_t* records, size_t size) {
     if (!zstd_) zstd_ = ZSTD_createCCtx();
     size_t bound = ZSTD_compressBound(size);
     if (bound > compressed_capacity_) {
@@ -119,15 +148,16 @@ bool TraceFile::write_block_parts(const uint8_t* records, size_t size) {
         }
     }
     header.stored_size = static_cast<uint32_t>(stored);
+    header.checksum = format::crc32c_update(format::crc32c(&header, format::kChecksummedBytes), payload, stored);
     // Header and payload in one write() so a SIGKILL leaves no half block.
     if (payload != records) {
         memcpy(compressed_, &header, sizeof header);
-        if (!write_all(compressed_, sizeof header + stored)) return false;
+        if (!write_all(fd, compressed_, sizeof header + stored)) return false;
         complete_size_ += sizeof header + stored;
         return true;
     }
     iovec parts[2] = {{&header, sizeof header}, {const_cast<uint8_t*>(records), size}};
-    ssize_t n = writev(fd_, parts, 2);
+    ssize_t n = writev(fd, parts, 2);
     if (n == static_cast<ssize_t>(sizeof header + size)) {
         complete_size_ += sizeof header + size;
         return true;
@@ -138,23 +168,21 @@ bool TraceFile::write_block_parts(const uint8_t* records, size_t size) {
     }
     // A short write: finish it piece by piece.
     size_t done = static_cast<size_t>(n);
-    if (done < sizeof header && !write_all(reinterpret_cast<uint8_t*>(&header) + done, sizeof header - done))
+    if (done < sizeof header && !write_all(fd, reinterpret_cast<uint8_t*>(&header) + done, sizeof header - done))
         return false;
     size_t payload_done = done > sizeof header ? done - sizeof header : 0;
-    if (!write_all(records + payload_done, size - payload_done)) return false;
+    if (!write_all(fd, records + payload_done, size - payload_done)) return false;
     complete_size_ += sizeof header + size;
     return true;
 }
 
 bool TraceFile::was_removed() const {
     struct stat st;
-    return fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_nlink == 0;
+    int fd = file_.get();
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_nlink == 0;
 }
 
-void TraceFile::close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-}
+void TraceFile::close() { file_.close(); }
 
 void TraceFile::abandon() {
     close();

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "preload/descriptors.h"
+
 namespace growtrace::preload {
 
 class TraceFile {
@@ -17,7 +19,7 @@ public:
     // and returns false.
     enum class Origin { Started, Forked };
     bool open(const char* primary, Origin origin);
-    bool is_open() const { return fd_ >= 0; }
+    bool is_open() const { return file_.is_open(); }
     const char* path() const { return path_; }
 
     // Writes one block of records (compressing it); false if the disk refused it.
@@ -32,10 +34,12 @@ public:
 
 private:
     bool try_create(const char* path);
-    bool write_all(const void* data, size_t size);
-    bool write_block_parts(const uint8_t* records, size_t size);
+    // The descriptor to write to, opened again if the program closed it; -1 if that failed.
+    int usable_fd();
+    bool write_all(int fd, const void* data, size_t size);
+    bool write_block_parts(int fd, const uint8_t* records, size_t size);
 
-    int fd_ = -1;
+    OwnFd file_;
     int last_errno_ = 0;
     uint64_t complete_size_ = 0;  // bytes of the header and of whole blocks on disk
     char path_[4096] = {};

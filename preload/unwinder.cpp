@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include "preload/descriptors.h"
+#include "preload/got_patcher.h"
 #include "preload/log.h"
 
 namespace growtrace::preload {
@@ -43,23 +45,27 @@ bool unwinder_init() {
         log_line("libunwind.so.8 has no unw_backtrace; tracing disabled");
         return false;
     }
+    // libunwind checks addresses by writing them to a pipe of its own, which it creates when it
+    // initialises (below) and again whenever the program closed it: out of the program's way.
+    got_redirect_in_object(reinterpret_cast<void*>(g_backtrace), "pipe2",
+                           reinterpret_cast<void*>(&pipe2_out_of_the_way));
     // Per-thread caching keeps unwinding lock-free across threads (UNW_CACHE_PER_THREAD = 2).
     if (set_policy && address_space) set_policy(*address_space, 2);
     dl_iterate_phdr(find_self, reinterpret_cast<void*>(&unwinder_init));
     return true;
 }
 
+// Our own frames are dropped wherever they are: the hooks at the innermost end, and
+// main_then_exiting (hooks.cpp), which runs the program's main, at the outermost.
 int capture_stack(uint64_t* ips, int max_frames) {
     void* raw[kMaxFrames + 8];
     int n = g_backtrace(raw, kMaxFrames + 8);
-    int first = 0;
-    while (first < n) {
-        auto ip = reinterpret_cast<uintptr_t>(raw[first]);
-        if (ip < g_self_begin || ip >= g_self_end) break;
-        ++first;
-    }
     int count = 0;
-    for (int i = first; i < n && count < max_frames; ++i) ips[count++] = reinterpret_cast<uintptr_t>(raw[i]);
+    for (int i = 0; i < n && count < max_frames; ++i) {
+        auto ip = reinterpret_cast<uintptr_t>(raw[i]);
+        if (ip >= g_self_begin && ip < g_self_end) continue;
+        ips[count++] = ip;
+    }
     return count;
 }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "preload/clock.h"
+#include "preload/descriptors.h"
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/python/agent_api.h"
@@ -42,7 +43,10 @@ std::atomic<bool> g_scan_requested{false};
 
 TraceFile* g_file = nullptr;
 unsigned g_tick_ms = 100;
-int g_statm_fd = -1;
+// /proc/self/stat: the RSS of the time marks, and whether the program's threads have all ended.
+constinit OwnFd g_stat;
+// How often the writer looks whether the program ended, whatever the tick.
+constexpr unsigned kWatchMs = 100;
 
 constinit TraceCompactor g_compactor;
 std::atomic<uint64_t> g_exit_ticks{0};  // writer_note_exit
@@ -61,15 +65,37 @@ bool reserve(uint8_t*& data, size_t& capacity, size_t needed) {
     return true;
 }
 
+// The program may have closed our descriptor: open it again (it is out of its way).
+bool read_stat(ProcessStat& stat) {
+    if (g_stat.get() < 0) {
+        g_stat.close();
+        if (!g_stat.open("/proc/self/stat", O_RDONLY)) return false;
+    }
+    return read_process_stat(g_stat.raw(), stat);
+}
+
 uint64_t read_rss_bytes() {
-    if (g_statm_fd < 0) return 0;
-    char text[128];
-    ssize_t n = pread(g_statm_fd, text, sizeof text - 1, 0);
-    if (n <= 0) return 0;
-    text[n] = '\0';
-    const char* p = strchr(text, ' ');
-    if (!p) return 0;
-    return strtoull(p + 1, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    ProcessStat stat;
+    if (!read_stat(stat)) return 0;
+    return stat.rss_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+bool program_ended() {
+    ProcessStat stat;
+    return read_stat(stat) && program_has_ended(stat);
+}
+
+timespec after_ms(unsigned ms) {
+    timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    uint64_t ns = uint64_t(t.tv_nsec) + uint64_t(ms) * 1000000u;
+    t.tv_sec += static_cast<time_t>(ns / 1000000000u);
+    t.tv_nsec = static_cast<long>(ns % 1000000000u);
+    return t;
+}
+
+bool before(const timespec& a, const timespec& b) {
+    return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
 }
 
 void write_block_now() {
@@ -174,18 +200,24 @@ void cycle(bool final) {
     pthread_mutex_unlock(&g_cycle_mutex);
 }
 
+// Writes a block every tick (or when woken), and looks every kWatchMs whether the program's
+// threads have all ended: then this thread ends the process in their place.
 void* writer_main(void*) {
     t_in_tracer = true;  // nothing this thread allocates is the program's
     prctl(PR_SET_NAME, "growtrace-wr", 0, 0, 0);
     pthread_mutex_lock(&g_wake_mutex);
     while (!g_stop) {
-        timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        uint64_t ns = uint64_t(deadline.tv_nsec) + uint64_t(g_tick_ms) * 1000000u;
-        deadline.tv_sec += static_cast<time_t>(ns / 1000000000u);
-        deadline.tv_nsec = static_cast<long>(ns % 1000000000u);
-        while (!g_wake && !g_stop)
-            if (pthread_cond_timedwait(&g_wake_cond, &g_wake_mutex, &deadline) == ETIMEDOUT) break;
+        timespec deadline = after_ms(g_tick_ms);
+        while (!g_wake && !g_stop) {
+            timespec watch = after_ms(kWatchMs);
+            bool tick = !before(watch, deadline);
+            if (pthread_cond_timedwait(&g_wake_cond, &g_wake_mutex, tick ? &deadline : &watch) != ETIMEDOUT) continue;
+            if (program_ended()) {
+                pthread_mutex_unlock(&g_wake_mutex);
+                end_process_for_program();
+            }
+            if (tick) break;
+        }
         g_wake = false;
         if (g_stop) break;
         pthread_mutex_unlock(&g_wake_mutex);
@@ -197,7 +229,7 @@ void* writer_main(void*) {
 }
 
 bool spawn_thread() {
-    g_statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    g_stat.open("/proc/self/stat", O_RDONLY);
     int rc = start_tracer_thread(writer_main, nullptr);
     if (rc != 0) log_line("cannot start the writer thread: %s; tracing disabled", strerror(rc));
     return rc == 0;
@@ -266,8 +298,8 @@ void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_m
     pthread_mutex_init(&g_wake_mutex, nullptr);
     pthread_cond_init(&g_wake_cond, nullptr);
     g_wake = g_stop = false;
-    if (g_statm_fd >= 0) close(g_statm_fd);
-    g_statm_fd = -1;
+    g_stat.close();  // the parent's
+    tracer_threads_forget_after_fork();
     g_file = file;
     g_tick_ms = tick_ms;
     if (keep_tracing) spawn_thread();
@@ -286,8 +318,7 @@ void writer_reset_for_attach() {
     pthread_mutex_lock(&g_wake_mutex);
     g_wake = g_stop = false;
     pthread_mutex_unlock(&g_wake_mutex);
-    if (g_statm_fd >= 0) close(g_statm_fd);
-    g_statm_fd = -1;
+    g_stat.close();
     pool_resume_waiting();
 }
 

@@ -21,12 +21,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
+#include <set>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <thread>
 #include <variant>
@@ -117,6 +118,14 @@ std::optional<std::string> check_target(int pid, bool attaching) {
                                "attach); run as root or set it to 0 with 'sysctl kernel.yama.ptrace_scope=0'", pid);
     }
 
+    // gdb's calls have to run in the process: a stopped one would take the pending stop in the
+    // middle of dlopen, and gdb's detach would set it running.
+    std::string state = status_field(pid, "State");
+    if (state.starts_with("T"))
+        return fmt::format("process {} is stopped ({}: SIGSTOP, Ctrl-Z or a job control stop); the tracer has to run "
+                           "in it to {}: continue it first (kill -CONT {}), then run this again",
+                           pid, state, attaching ? "start" : "stop", pid);
+
     std::string tracer = status_field(pid, "TracerPid");
     if (!tracer.empty() && tracer != "0") {
         int tracer_pid = atoi(tracer.c_str());
@@ -138,18 +147,28 @@ std::optional<std::string> check_target(int pid, bool attaching) {
     return std::nullopt;
 }
 
-// gdb runs our calls on the thread it stopped. If that thread was inside malloc (holding its
-// arena lock) or the dynamic loader, dlopen on it waits for itself for ever. This gdb Python
-// script selects a thread with none of those in its stack (the first such; else it keeps the
-// main thread, as before).
-// Picks the thread gdb's calls (dlopen, the tracer's entry points) will run on: one that is not
-// inside the allocator, the dynamic loader, fork or the tracer itself, since those calls
-// allocate and take the loader's locks. If every thread is inside one (a single-threaded
-// program busy allocating), the first one is let run until that outermost call returns, and
-// the threads are looked at again: running the call there instead would re-enter malloc
-// half-way through its own work (glibc takes no lock in a single-threaded process).
-constexpr const char* kSelectSafeThread = R"(
-import gdb
+// What gdb does in the target is one Python script (kGdbScript): pick the thread the calls run
+// on, then make the calls in order, printing a "growtrace-..." line for each step so that this
+// side can say what is being waited for and what failed.
+//
+// The calls (dlopen, the tracer's entry points) allocate and take the loader's locks, so they
+// run on a thread that is not inside the allocator, the dynamic loader, stdio, fork or the
+// tracer itself. If every thread is inside one (a single-threaded program busy allocating, or
+// blocked reading inside stdio), the first one is let run until its outermost such call returns
+// and the threads are looked at again: running a call there instead would re-enter malloc
+// half-way through its own work (glibc takes no lock in a single-threaded process) or unlock a
+// stdio lock that was never taken (the first thread the tracer starts turns stdio's locking
+// on). That wait is bounded (kWaitSeconds): past it, nothing is called and gdb detaches,
+// leaving the process as it was.
+//
+// Signals: gdb passes every signal on at once (the program handles them as it would untraced),
+// and a call interrupted all the same (a crash inside it, or our interrupt at the time limit)
+// is unwound, so the thread never resumes inside a half-made call with gdb's return address.
+constexpr int kWaitSeconds = 15;
+constexpr const char* kGdbScript = R"(
+import gdb, os, signal, threading, time
+def _gt_say(*words):
+    print("growtrace-" + " ".join(str(w).replace("\n", " ") for w in words), flush=True)
 def _gt_outermost_unsafe(thread):
     thread.switch()
     frame, depth, found = gdb.newest_frame(), 0, None
@@ -158,59 +177,116 @@ def _gt_outermost_unsafe(thread):
         lib = gdb.solib_name(frame.pc()) or ""
         if ("alloc" in name or "free" in name or name.startswith(("_int_", "_dl_", "dl_", "__libc_dl", "_IO_"))
                 or "fork" in name or "libgrowtrace" in lib or "/ld-linux" in lib):
-            found = frame
+            found = (depth, name or "??")
         frame, depth = frame.older(), depth + 1
     return found
-for _gt_attempt in range(50):
-    _gt_threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
-    _gt_unsafe = [(t, _gt_outermost_unsafe(t)) for t in _gt_threads]
-    _gt_safe = [t for t, f in _gt_unsafe if f is None]
-    if _gt_safe:
-        _gt_safe[0].switch()
-        break
-    _gt_thread, _gt_frame = _gt_unsafe[0]
-    _gt_caller = _gt_frame.older()
-    _gt_thread.switch()
-    if _gt_caller is None:
-        break
-    gdb.execute("tbreak *%d thread %d" % (_gt_caller.pc(), _gt_thread.num), to_string=True)
-    gdb.execute("continue", to_string=True)
-if _gt_attempt:
-    print("growtrace-waited %d" % _gt_attempt)
+def _gt_select(deadline):
+    while True:
+        threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
+        unsafe = [(t, _gt_outermost_unsafe(t)) for t in threads]
+        safe = [t for t, f in unsafe if f is None]
+        if safe:
+            safe[0].switch()
+            return True
+        # Wait for a thread of the program's, not one of the tracer's (they never leave it).
+        waitable = [(t, f) for t, f in unsafe if not (t.name or "").startswith("growtrace-")] or unsafe
+        thread, (depth, name) = waitable[0]
+        thread.switch()
+        frame = gdb.newest_frame()
+        for _ in range(depth):
+            frame = frame.older()
+        caller = frame.older()
+        if caller is None or time.monotonic() >= deadline:
+            _gt_say("gave-up", thread.num, name, len(threads))
+            return False
+        _gt_say("waiting", thread.num, name, len(threads))
+        gdb.execute("tbreak *%d thread %d" % (caller.pc(), thread.num), to_string=True)
+        timer = threading.Timer(max(0.05, deadline - time.monotonic()), lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            gdb.execute("continue", to_string=True)
+        except gdb.error as e:
+            _gt_say("continue-failed", e)
+            return False
+        finally:
+            timer.cancel()
+        gdb.execute("delete", to_string=True)
+def _gt_call(name, expressions, required):
+    for expression in expressions:
+        _gt_say("calling", name)
+        try:
+            value = int(gdb.parse_and_eval(expression))
+        except gdb.error as e:
+            if "No symbol" in str(e) and expression is not expressions[-1]:
+                continue
+            _gt_say("failed", name, e)
+            return False
+        _gt_say("result", name, value)
+        return value != 0 or not required
+    return False
+if _gt_select(time.monotonic() + GT_WAIT_SECONDS):
+    for _gt_name, _gt_expressions, _gt_required in GT_CALLS:
+        if not _gt_call(_gt_name, _gt_expressions, _gt_required):
+            break
 )";
 
-// `python exec("...")`: the script as one gdb command.
-std::string gdb_python_command(const std::string& script) {
-    std::string literal = "\"";
-    for (char c : script) {
-        if (c == '\\' || c == '"') literal += '\\';
-        if (c == '\n') literal += "\\n";
-        else literal += c;
+// A call for the script: its name, the expressions to try in turn (the next one only when gdb
+// does not know a symbol of the previous), and whether a 0 result stops the calls after it.
+struct GdbCall {
+    std::string name;
+    std::vector<std::string> expressions;
+    bool required = true;
+};
+
+std::string python_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '\\' || c == '"') out += '\\';
+        if (c == '\n') out += "\\n";
+        else out += c;
     }
-    return "python exec(" + literal + "\")";
+    return out + "\"";
 }
+
+std::string gdb_script(const std::vector<GdbCall>& calls) {
+    std::string list = "[";
+    for (const GdbCall& call : calls) {
+        list += "(" + python_string(call.name) + ", [";
+        for (const std::string& e : call.expressions) list += python_string(e) + ", ";
+        list += std::string("], ") + (call.required ? "True" : "False") + "), ";
+    }
+    list += "]";
+    std::string script = kGdbScript;
+    script.replace(script.find("GT_WAIT_SECONDS"), 15, std::to_string(kWaitSeconds));
+    script.replace(script.find("GT_CALLS"), 8, list);
+    return script;
+}
+
+// `python exec("...")`: the script as one gdb command.
+std::string gdb_python_command(const std::string& script) { return "python exec(" + python_string(script) + ")"; }
 
 struct GdbResult {
     bool started = false;
-    bool timed_out = false;
-    int status = -1;
-    std::string output;  // stdout and stderr
-    std::vector<std::string> values;  // what each `call` printed ("$N = VALUE"), in order
+    bool timed_out = false;    // past kGdbTimeoutSeconds: gdb was interrupted (the call unwound)
+    bool killed = false;       // and did not detach on its own within kGdbGraceSeconds
+    std::string output;        // stdout and stderr
+    std::map<std::string, long> results;  // call name -> value
+    std::string failed_call, failure;     // the call gdb refused or that failed, and why
+    std::string calling;       // the last call started
+    int waits = 0;             // times the program was let run out of its allocator
+    std::string gave_up_in;    // the function a thread stayed in past kWaitSeconds
 };
 
 // Runs gdb in its own process group (a Ctrl-C meant for us must not interrupt an inferior call).
-GdbResult run_gdb(int pid, const std::vector<std::string>& commands) {
+// `doing` names the job in the notes printed while the program is let run.
+constexpr int kGdbGraceSeconds = 10;
+GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string& doing) {
     GdbResult result;
     std::vector<std::string> args = {"gdb", "-p", std::to_string(pid), "-batch", "-nx",
                                      "-iex", "set debuginfod enabled off", "-iex", "set auto-load off",
                                      "-iex", "set print thread-events off", "-ex", "set confirm off",
-                                     "-ex", gdb_python_command(kSelectSafeThread)};
-    for (const std::string& c : commands) {
-        args.push_back("-ex");
-        args.push_back(c);
-    }
-    args.push_back("-ex");
-    args.push_back("detach");
+                                     "-ex", "set unwindonsignal on", "-ex", "handle all nostop noprint pass",
+                                     "-ex", gdb_python_command(gdb_script(calls)), "-ex", "detach"};
     std::optional<std::string> gdb = find_in_path("gdb");
     int pipe_fds[2];
     if (!gdb || pipe2(pipe_fds, O_CLOEXEC) != 0) return result;
@@ -231,11 +307,48 @@ GdbResult run_gdb(int pid, const std::vector<std::string>& commands) {
     result.started = true;
     close(pipe_fds[1]);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kGdbTimeoutSeconds);
+    std::string partial;
+    std::set<std::string> announced;
+    auto take_line = [&](const std::string& line) {
+        std::istringstream words(line);
+        std::string tag, name;
+        words >> tag;
+        if (tag == "growtrace-waiting" || tag == "growtrace-gave-up") {
+            std::string thread, function;
+            words >> thread >> function;
+            if (tag == "growtrace-gave-up") {
+                result.gave_up_in = function;
+                return;
+            }
+            ++result.waits;
+            if (announced.insert(function).second)
+                note(fmt::format("process {}: thread {} is inside {} (allocator, loader or stdio), where {} cannot "
+                                 "run; letting it run until that call returns (at most {} s)",
+                                 pid, thread, function, doing, kWaitSeconds));
+        } else if (tag == "growtrace-calling") {
+            words >> result.calling;
+        } else if (tag == "growtrace-result") {
+            long value = 0;
+            words >> name >> value;
+            result.results[name] = value;
+        } else if (tag == "growtrace-failed") {
+            words >> result.failed_call;
+            std::getline(words >> std::ws, result.failure);
+        }
+    };
     char chunk[4096];
     for (;;) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
-            result.timed_out = true;
+            if (!result.timed_out) {
+                // Interrupting gdb stops the call it waits for; unwindonsignal undoes it and gdb
+                // detaches. Killing gdb instead would leave the thread inside the call.
+                result.timed_out = true;
+                kill(child, SIGINT);
+                deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kGdbGraceSeconds);
+                continue;
+            }
+            result.killed = true;
             kill(-child, SIGKILL);
             break;
         }
@@ -246,40 +359,57 @@ GdbResult run_gdb(int pid, const std::vector<std::string>& commands) {
         ssize_t n = read(pipe_fds[0], chunk, sizeof chunk);
         if (n <= 0) break;
         result.output.append(chunk, static_cast<size_t>(n));
+        partial.append(chunk, static_cast<size_t>(n));
+        for (size_t end; (end = partial.find('\n')) != std::string::npos; partial.erase(0, end + 1))
+            take_line(partial.substr(0, end));
     }
+    if (!partial.empty()) take_line(partial);
     close(pipe_fds[0]);
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-    result.status = status;
-    static const std::regex value_line(R"(^\$\d+ = (.*)$)");
-    std::istringstream lines(result.output);
-    std::string line;
-    while (std::getline(lines, line)) {
-        std::smatch m;
-        if (std::regex_match(line, m, value_line)) result.values.push_back(m[1]);
+    // For a bug report: everything gdb said, appended to $GROWTRACE_GDB_LOG.
+    if (const char* log = getenv("GROWTRACE_GDB_LOG"); log && *log) {
+        std::ofstream out(log, std::ios::app);
+        out << "--- gdb -p " << pid << " (" << doing << ")\n" << result.output << "\n";
     }
     return result;
 }
 
-// gdb's diagnostics, for an error message: the lines that are neither values nor chatter.
+// gdb's diagnostics, for an error message: the last line that is neither ours nor chatter.
 std::string gdb_complaint(const GdbResult& r) {
+    if (!r.failure.empty()) return r.failure;
     std::istringstream lines(r.output);
     std::string line, last;
     while (std::getline(lines, line)) {
-        if (line.empty() || line[0] == '$' || line.find("[Inferior") == 0 || line.find("[Thread") == 0 ||
-            line.find("[New ") == 0 || line.find("Using host libthread_db") == 0 || line.find("0x") == 0)
+        if (line.empty() || line[0] == '$' || line.starts_with("growtrace-") || line.find("[Inferior") == 0 ||
+            line.find("[Thread") == 0 || line.find("[New ") == 0 || line.find("Using host libthread_db") == 0 ||
+            line.find("0x") == 0)
             continue;
         last = line;
     }
     return last;
 }
 
-std::optional<long> int_value(const std::string& v) {
-    if (v.empty()) return std::nullopt;
-    char* end = nullptr;
-    long n = strtol(v.c_str(), &end, 10);
-    if (*end != '\0') return std::nullopt;
-    return n;
+// Why gdb did not get through the calls, when it is not the calls' own answer. Empty if it did.
+std::string gdb_trouble(const GdbResult& r, int pid) {
+    if (!r.started) return "cannot run gdb";
+    if (r.output.find("ptrace: Operation not permitted") != std::string::npos)
+        return fmt::format("process {} may not be traced (ptrace: Operation not permitted); run as root or allow it "
+                           "with 'sysctl kernel.yama.ptrace_scope=0'", pid);
+    if (r.output.find("ptrace: No such process") != std::string::npos) return fmt::format("no such process: {}", pid);
+    if (r.timed_out)
+        return fmt::format("gdb's call of {} in process {} did not return within {} s: gdb interrupted it and put the "
+                           "thread back where it was{}",
+                           r.calling.empty() ? std::string("the tracer") : r.calling, pid, kGdbTimeoutSeconds,
+                           r.killed ? ", but then had to be killed: the process may be left inside that call"
+                                    : "; locks the call held may stay held, so the tracer in that process may not "
+                                      "attach or detach again");
+    if (!r.gave_up_in.empty())
+        return fmt::format("process {} stayed inside {} for {} s, where the tracer's start-up cannot run (its only "
+                           "thread, or all of them, waiting there); nothing was loaded and the process runs on as "
+                           "it was: attach again when it is busy elsewhere",
+                           pid, r.gave_up_in, kWaitSeconds);
+    return "";
 }
 
 std::string c_string_literal(const std::string& s) {
@@ -325,63 +455,41 @@ struct Started {
     int waits = 0;    // times gdb let the program run to get out of its allocator first
 };
 
-// What kSelectSafeThread printed: "growtrace-waited N".
-int allocator_waits(const std::string& gdb_output) {
-    constexpr std::string_view kMarker = "growtrace-waited ";
-    size_t at = gdb_output.find(kMarker);
-    return at == std::string::npos ? 0 : atoi(gdb_output.c_str() + at + kMarker.size());
-}
-
 // Loads the library and starts tracing, and the CPython agent where there is one.
 std::variant<Started, std::string> inject(int pid, const std::string& library, const std::string& output) {
-    std::string start = fmt::format("call (int)growtrace_attach_start({})", c_string_literal(output));
     std::string agent = python_agent_dir(library);
-    std::string python = agent.empty() ? std::string("call (int)0")
-                                       : fmt::format("call (int)growtrace_attach_python({}, {})",
-                                                     c_string_literal(agent + "/startup"),
-                                                     c_string_literal(python_agent_extension(agent)));
     // dlopen is in libc since glibc 2.34; older processes that do not link libdl only have
-    // glibc's internal __libc_dlopen_mode (flags RTLD_NOW | __RTLD_DLOPEN).
-    const std::string loaders[] = {fmt::format("call (void*)dlopen({}, 2)", c_string_literal(library)),
-                                   fmt::format("call (void*)__libc_dlopen_mode({}, 0x80000002)", c_string_literal(library))};
-    std::string complaint;
-    for (const std::string& load : loaders) {
-        // The agent's paths go first: gdb allocates them in the process, which must not be
-        // traced yet.
-        GdbResult r = run_gdb(pid, {load, python, start});
-        if (!r.started) return std::string("cannot run gdb");
-        if (r.timed_out)
-            return fmt::format("gdb did not finish within {} s (process {} may be stopped inside its allocator)",
-                               kGdbTimeoutSeconds, pid);
-        if (r.values.size() >= 3) {
-            if (auto rc = int_value(r.values[2]))
-                return Started{*rc, int_value(r.values[1]).value_or(-9), allocator_waits(r.output)};
-        }
-        if (r.values.size() == 1 && r.values[0].find("0x0") != std::string::npos && r.values[0].find("0x0") + 3 == r.values[0].size())
-            complaint = fmt::format("the dynamic loader of process {} refused {}", pid, library);
-        else if (complaint.empty())
-            complaint = gdb_complaint(r);
-        if (r.output.find("ptrace: Operation not permitted") != std::string::npos)
-            return fmt::format("process {} may not be traced (ptrace: Operation not permitted); run as root or allow it "
-                               "with 'sysctl kernel.yama.ptrace_scope=0'", pid);
-        if (r.output.find("ptrace: No such process") != std::string::npos)
-            return fmt::format("no such process: {}", pid);
-    }
+    // glibc's internal __libc_dlopen_mode (flags RTLD_NOW | __RTLD_DLOPEN). The agent's paths
+    // go before the start: gdb allocates them in the process, which must not be traced yet.
+    std::vector<GdbCall> calls = {
+        {"load",
+         {fmt::format("(long)dlopen({}, 2)", c_string_literal(library)),
+          fmt::format("(long)__libc_dlopen_mode({}, 0x80000002)", c_string_literal(library))}},
+        {"python",
+         {agent.empty() ? std::string("(int)0")
+                        : fmt::format("(int)growtrace_attach_python({}, {})", c_string_literal(agent + "/startup"),
+                                      c_string_literal(python_agent_extension(agent)))},
+         false},
+        {"start", {fmt::format("(int)growtrace_attach_start({})", c_string_literal(output))}, false}};
+    GdbResult r = run_gdb(pid, calls, "loading the tracer");
+    if (std::string trouble = gdb_trouble(r, pid); !trouble.empty()) return trouble;
+    if (r.results.contains("start"))
+        return Started{r.results["start"], r.results.contains("python") ? r.results["python"] : -9, r.waits};
+    if (r.results.contains("load") && r.results["load"] == 0)
+        return fmt::format("the dynamic loader of process {} refused {}", pid, library);
+    std::string complaint = gdb_complaint(r);
     return fmt::format("could not load the tracer into process {}: {}", pid, complaint.empty() ? "gdb failed" : complaint);
 }
 
 // Stops tracing. Returns the number of restored call sites, or an error.
 std::variant<long, std::string> stop(int pid) {
-    GdbResult r = run_gdb(pid, {"call (int)growtrace_attach_stop()"});
-    if (!r.started) return std::string("cannot run gdb");
-    if (r.timed_out) return fmt::format("gdb did not finish within {} s", kGdbTimeoutSeconds);
-    if (!r.values.empty()) {
-        if (auto rc = int_value(r.values[0])) {
-            if (*rc < 0) return fmt::format("process {} is not attached (nothing to detach)", pid);
-            return *rc;
-        }
+    GdbResult r = run_gdb(pid, {{"stop", {"(int)growtrace_attach_stop()"}, false}}, "stopping the tracer");
+    if (std::string trouble = gdb_trouble(r, pid); !trouble.empty()) return trouble;
+    if (r.results.contains("stop")) {
+        if (r.results["stop"] < 0) return fmt::format("process {} is not attached (nothing to detach)", pid);
+        return r.results["stop"];
     }
-    if (r.output.find("No symbol") != std::string::npos)
+    if (r.failure.find("No symbol") != std::string::npos)
         return fmt::format("growtrace was never attached to process {} (its library is not loaded)", pid);
     return fmt::format("could not detach from process {}: {}", pid, gdb_complaint(r));
 }

@@ -61,7 +61,7 @@ int check(const CheckArgs& args, std::vector<std::string> command) {
     if (!outcome.started) return kExitError;  // run_command said why
     if (outcome.trace.empty()) return error("check: no trace was written, so nothing could be checked");
 
-    std::cout << fmt::format("\ngrowtrace check: {}\n", outcome.trace) << std::flush;
+    std::cout << fmt::format("growtrace check: {}\n", outcome.trace) << std::flush;
     int status = analyze_one(outcome.trace, &args);
     if (status == kExitError) return kExitError;
     bool growth = status == kExitGrowthFound;

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "common.h"
+#include "crash_report.h"
 #include "paths.h"
 #include "elf_check.h"
 #include "launcher.h"
@@ -34,22 +35,23 @@ namespace fs = std::filesystem;
 
 // Makes room for the trace at `path`: checks that it can be created and leaves no file there
 // (the tracer creates it with O_EXCL, and would otherwise pick another name). An existing
-// regular file is replaced, as -o promises. Returns 0 or an errno.
-int prepare_trace_path(const std::string& path) {
+// regular file is replaced, as -o promises; anything else (a directory, /dev/full, a fifo) is
+// left alone. Returns why the trace cannot go there, or nothing.
+std::optional<std::string> prepare_trace_path(const std::string& path) {
     struct stat st {};
     if (stat(path.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return EISDIR;
-        if (!S_ISREG(st.st_mode)) return EEXIST;
+        if (S_ISDIR(st.st_mode)) return std::string(strerror(EISDIR));
+        if (!S_ISREG(st.st_mode)) return std::string("not a regular file (a trace is a file of its own)");
         int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd < 0) return errno;
+        if (fd < 0) return std::string(strerror(errno));
         close(fd);
-        if (unlink(path.c_str()) != 0) return errno;
+        if (unlink(path.c_str()) != 0) return std::string(strerror(errno));
     }
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return errno;
+    if (fd < 0) return std::string(strerror(errno));
     close(fd);
     unlink(path.c_str());
-    return 0;
+    return std::nullopt;
 }
 
 // Trace naming (docs/architecture.md): a forked child writes <stem>.<pid>.gtrace, an exec'd
@@ -227,9 +229,8 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
                              ? fmt::format("{}/growtrace.{}.gtrace", current_directory(), pid)
                              : make_absolute(options.output);
     bool traced = true;
-    if (int err = prepare_trace_path(output); err != 0) {
-        warning(fmt::format("cannot write trace to {}: {}; running the command untraced", output,
-                            strerror(err)));
+    if (auto why = prepare_trace_path(output)) {
+        warning(fmt::format("cannot write trace to {}: {}; running the command untraced", output, *why));
         traced = false;
     }
 
@@ -238,6 +239,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
 
     int exec_errno = launcher.release(traced ? traced_environment(library, output, options)
                                              : current_environment());
+    crash_here_for_tests("run-wait");
     ChildExit exit_status = launcher.wait();
     if (exec_errno != 0 && exec_errno != EPIPE) {
         return error(fmt::format("cannot execute {}: {}", *resolved, strerror(exec_errno)));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common.h"
+#include "crash_report.h"
 
 namespace growtrace::cli {
 
@@ -23,6 +24,9 @@ void note(std::string_view message) { fmt::print(stderr, "growtrace: {}\n", mess
 
 int main(int argc, char** argv) {
     using namespace growtrace::cli;
+    install_crash_report(argc, argv);
+    crash_here_for_tests("start");
+    crash_here_for_tests("exception");
 
     // Everything after the first "--" belongs to the traced command, never to CLI11.
     std::vector<std::string> args(argv + 1, argv + argc);
@@ -60,8 +64,10 @@ int main(int argc, char** argv) {
         return false;
     };
     if (!args.empty() && !args[0].empty() && args[0][0] != '-' && !is_verb(args[0])) {
-        return error(fmt::format("unknown verb '{}' (expected run, analyze or dump; see growtrace --help)",
-                                 args[0]));
+        std::string names;
+        for (size_t i = 0; i < verbs.size(); ++i)
+            names += (i == 0 ? "" : i + 1 == verbs.size() ? " or " : ", ") + verbs[i].app->get_name();
+        return error(fmt::format("unknown verb '{}' (expected {}; see growtrace --help)", args[0], names));
     }
     if (trailing.present && (args.empty() || (args[0] != "run" && args[0] != "check"))) {
         return error("'--' is only accepted by 'growtrace run -- COMMAND [ARGS...]'");

@@ -5,7 +5,9 @@
 // one of the kStartupBlocks blocks it allocated before its first tick per tick: when attached
 // after start-up those frees have no traced allocation and must be ignored.
 //
-// usage: long_running [SECONDS=60]   (exits after that long; 0 = run until killed)
+// usage: long_running [SECONDS=60] [THREADS=0]   (exits after that long; 0 = run until killed)
+// THREADS more threads each allocate and free a small block every 10 ms, silently.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -35,10 +37,23 @@ __attribute__((noinline)) unsigned long transient_work(unsigned long tick) {
     return sum;
 }
 
+void* helper_thread(void* arg) {
+    for (unsigned long i = reinterpret_cast<unsigned long>(arg);; ++i) {
+        transient_work(i);
+        usleep(10000);
+    }
+    return nullptr;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     long seconds = argc > 1 ? atol(argv[1]) : 60;
+    long threads = argc > 2 ? atol(argv[2]) : 0;
+    for (long t = 0; t < threads; ++t) {
+        pthread_t thread;
+        pthread_create(&thread, nullptr, helper_thread, reinterpret_cast<void*>(t));
+    }
     setvbuf(stdout, nullptr, _IOLBF, 0);
     g_sessions = new std::vector<char*>();
     g_sessions->reserve(1 << 16);  // no vector growth on the asserted stack's neighbours

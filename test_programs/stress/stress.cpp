@@ -23,6 +23,17 @@
 //   fds CHILDREN                 lowers RLIMIT_NOFILE to 64, opens descriptors until none is
 //                                left, allocates, forks
 //                                CHILDREN children that allocate and exit, closes them again
+//   pthread-exit                 main registers an atexit handler, starts a worker and calls
+//                                pthread_exit; the worker keeps 100 x 1000 bytes (worker_keep)
+//                                and returns: the process exits 0 and the handler prints
+//   pthread-exit-hang            as pthread-exit, but the atexit handler then waits for ever:
+//                                only a signal ends the process
+//   fork-from-thread             a second thread forks; the child allocates (child_keep) and
+//                                returns from that thread, which ends it with status 0
+//   fd-status                    prints the descriptors 0..255 that are open (fstat), like
+//                                CPython's test.support fd_status.py
+//   pass-fds SELF                opens two descriptors and a pipe, then a child redirects its
+//                                output to the pipe and execs SELF fd-status; prints its line
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -383,6 +395,101 @@ int mode_fds(int children) {
     return failures ? 1 : 0;
 }
 
+// --- the last thread ends with pthread_exit ---
+__attribute__((noinline)) void* worker_keep() { return malloc(1000); }
+
+void say_exit_handlers_ran() { printf("pthread-exit: exit handlers ran\n"); }
+
+void hang_in_exit_handler() {
+    printf("pthread-exit: exit handler waits\n");
+    fflush(stdout);
+    for (;;) pause();
+}
+
+void* late_worker(void*) {
+    usleep(300000);
+    for (int i = 0; i < 100; ++i) g_sink = worker_keep();
+    churn(1000, 23);
+    printf("pthread-exit: worker done\n");
+    return nullptr;
+}
+
+int mode_pthread_exit(bool hang) {
+    atexit(hang ? hang_in_exit_handler : say_exit_handlers_ran);
+    pthread_t worker;
+    if (pthread_create(&worker, nullptr, late_worker, nullptr) != 0) die("pthread_create");
+    printf("pthread-exit: main thread leaves\n");  // stays in stdio's buffer until exit() flushes it
+    pthread_exit(nullptr);
+}
+
+// --- fork from a thread other than main ---
+void* forking_thread(void*) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        // The child's only thread: returning ends the process (glibc calls exit(0)).
+        std::vector<void*> kept;
+        for (int i = 0; i < 50; ++i) kept.push_back(child_keep());
+        churn(1000, 29);
+        g_sink = kept.data();
+        printf("fork-from-thread: child done\n");
+        return nullptr;
+    }
+    printf("fork-from-thread: child ended with %d\n", wait_child(pid, 10));
+    return nullptr;
+}
+
+int mode_fork_from_thread() {
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, forking_thread, nullptr) != 0) die("pthread_create");
+    pthread_join(thread, nullptr);
+    return 0;
+}
+
+// --- descriptors a program can see ---
+int mode_fd_status() {
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 256) max = 256;
+    const char* separator = "";
+    for (int fd = 0; fd < max; ++fd) {
+        struct stat st;
+        if (fstat(fd, &st) != 0) continue;
+        printf("%s%d", separator, fd);
+        separator = ",";
+    }
+    printf("\n");
+    return 0;
+}
+
+int mode_pass_fds(const char* self) {
+    int null_in = open("/dev/null", O_RDONLY);
+    int null_err = open("/dev/null", O_WRONLY);
+    int out[2];
+    if (null_in < 0 || null_err < 0 || pipe(out) != 0) die("open");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        // What subprocess.Popen(pass_fds=...) does: the passed descriptors stay, the rest go.
+        dup2(null_in, 0);
+        dup2(out[1], 1);
+        dup2(null_err, 2);
+        for (int fd = 3; fd < 1024; ++fd)
+            if (fd != null_in && fd != null_err && fd != out[1]) close(fd);
+        execl(self, self, "fd-status", static_cast<char*>(nullptr));
+        _exit(101);
+    }
+    close(out[1]);
+    char line[512] = {};
+    size_t used = 0;
+    for (ssize_t n; used < sizeof line - 1 && (n = read(out[0], line + used, sizeof line - 1 - used)) > 0;)
+        used += static_cast<size_t>(n);
+    int status = wait_child(pid, 10);
+    printf("pass-fds: passed %d,%d,%d; the child sees %s", null_in, out[1], null_err, line);
+    return status == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -405,6 +512,11 @@ int main(int argc, char** argv) {
     if (!strcmp(mode, "churn")) return mode_churn(arg(2, 3000000));
     if (!strcmp(mode, "live")) return mode_live(arg(2, 1000000), arg(3, 0));
     if (!strcmp(mode, "fds")) return mode_fds(int(arg(2, 3)));
+    if (!strcmp(mode, "pthread-exit")) return mode_pthread_exit(false);
+    if (!strcmp(mode, "pthread-exit-hang")) return mode_pthread_exit(true);
+    if (!strcmp(mode, "fork-from-thread")) return mode_fork_from_thread();
+    if (!strcmp(mode, "fd-status")) return mode_fd_status();
+    if (!strcmp(mode, "pass-fds") && argc > 2) return mode_pass_fds(argv[2]);
     fprintf(stderr, "gt_stress: unknown mode %s\n", mode);
     return 64;
 }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -36,7 +37,8 @@ TEST(Cli, UsageErrorsExitTwoWithOneLine) {
 
     ProcessResult unknown = growtrace({"frobnicate"});
     EXPECT_EQ(unknown.exit_code, 2);
-    EXPECT_TRUE(unknown.err.starts_with("growtrace: error: unknown verb 'frobnicate'")) << unknown.err;
+    EXPECT_EQ(unknown.err, "growtrace: error: unknown verb 'frobnicate' (expected run, analyze, dump, attach, detach, "
+                           "report or check; see growtrace --help)\n");
 
     ProcessResult no_command = growtrace({"run"});
     EXPECT_EQ(no_command.exit_code, 2);
@@ -103,6 +105,15 @@ TEST(Cli, UnwritableTracePathRunsTheCommandUntraced) {
     ProcessResult dir_in_way = growtrace({"run", "-o", dir / "a-directory.gtrace", "--", GT_PROGRAM_EXIT_WITH});
     EXPECT_EQ(dir_in_way.exit_code, 0);
     EXPECT_TRUE(contains(dir_in_way.err, "Is a directory; running the command untraced")) << dir_in_way.err;
+
+    // A device (it exists, but no trace can be made there): said as such, not "File exists".
+    std::vector<std::string> to_device{"run", "-o", "/dev/full", "--"};
+    to_device.insert(to_device.end(), program.begin(), program.end());
+    ProcessResult device = growtrace(to_device);
+    EXPECT_EQ(device.exit_code, 3);
+    EXPECT_EQ(device.out, plain.out);
+    EXPECT_EQ(device.err, "growtrace: warning: cannot write trace to /dev/full: not a regular file (a trace is a file "
+                          "of its own); running the command untraced\n");
 }
 
 TEST(Cli, TracedProgramKeepsItsOutputInputAndStatus) {
@@ -187,6 +198,39 @@ TEST(Cli, InterruptIsIgnoredAndTerminationForwarded) {
     EXPECT_EQ(t.exit_code, 128 + SIGTERM) << t.err;
     EXPECT_NE(t.err.find("growtrace: command killed by signal 15 (SIGTERM)"), std::string::npos) << t.err;
     EXPECT_EQ(t.out, "") << "the command should have been stopped before it finished";
+}
+
+// Should the command itself crash, it says so with its own stack and what to report, dies of
+// the same signal, and the program it traces runs on to its end, still traced.
+TEST(Cli, ACrashOfTheCommandPrintsItsStackAndSparesTheProgram) {
+    ProcessResult segv = growtrace({"--version"}, {.env = {{"GROWTRACE_TEST_CRASH", "start"}}});
+    EXPECT_EQ(segv.signal, SIGSEGV) << segv.describe();
+    EXPECT_TRUE(segv.err.starts_with("growtrace: internal error: signal 11 (SEGV) in the growtrace command ")) << segv.err;
+    EXPECT_TRUE(contains(segv.err, "growtrace: its stack:\n")) << segv.err;
+    EXPECT_TRUE(contains(segv.err, "crash_here_for_tests")) << segv.err;  // symbolized, with files and lines
+    EXPECT_TRUE(contains(segv.err, "crash_report.cpp:")) << segv.err;
+    EXPECT_TRUE(contains(segv.err, "growtrace: please report this bug")) << segv.err;
+
+    ProcessResult thrown = growtrace({"--version"}, {.env = {{"GROWTRACE_TEST_CRASH", "exception"}}});
+    EXPECT_EQ(thrown.signal, SIGABRT) << thrown.describe();
+    EXPECT_TRUE(thrown.err.starts_with("growtrace: internal error: uncaught exception (crash requested by "
+                                       "GROWTRACE_TEST_CRASH)"))
+        << thrown.err;
+    EXPECT_EQ(thrown.err.find("internal error", 30), thrown.err.npos) << "reported twice: " << thrown.err;
+
+    ScratchDir dir;
+    std::string done = dir / "done";
+    std::string trace = dir / "spared.gtrace";
+    ProcessResult r = growtrace({"run", "-o", trace, "--", "/bin/sh", "-c", "sleep 0.5; echo done > '" + done + "'"},
+                                {.env = {{"GROWTRACE_TEST_CRASH", "run-wait"}}});
+    EXPECT_EQ(r.signal, SIGSEGV) << r.describe();
+    EXPECT_TRUE(contains(r.err, "growtrace: internal error: signal 11 (SEGV)")) << r.err;
+    for (int i = 0; i < 100 && read_file(done).empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(read_file(done), "done\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ProcessResult analysis = growtrace({"analyze", trace});
+    EXPECT_EQ(analysis.exit_code, 0) << analysis.err;
+    EXPECT_TRUE(contains(analysis.out, "/bin/sh -c")) << analysis.out;
 }
 
 TEST(Cli, AnalyzeRefusesUnwritableReport) {

@@ -199,6 +199,14 @@ TEST(Check, MemoTableFailsWithStatus3AndPrintsTheReport) {
     EXPECT_TRUE(contains(read_file(html), "growtrace-data"));
 }
 
+// The report is the first thing check prints on stdout when the command prints nothing there.
+TEST(Check, StdoutStartsWithTheTraceItChecks) {
+    ScratchDir dir;
+    ProcessResult r = growtrace({"check", "-o", dir / "quiet.gtrace", "--", GT_PROGRAM_EXIT_WITH, "--lines", "0"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(r.out.starts_with("growtrace check: " + (dir / "quiet.gtrace") + "\n")) << r.out;
+}
+
 TEST(Check, BoundedLruPasses) {
     ScratchDir dir;
     ProcessResult r = growtrace({"check", "-o", dir / "lru.gtrace", "--", GT_PROGRAM_BOUNDED_LRU, "20000", "500", "1000", "10"},

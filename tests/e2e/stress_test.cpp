@@ -274,6 +274,113 @@ TEST(Stress, FramesOfClosedLibraryStillSymbolize) {
     EXPECT_EQ(site->live_bytes, 100u * 1000u);
 }
 
+// --- the tracer's threads never keep the process alive ---
+
+TEST(Stress, MainThreadEndsWithPthreadExit) {
+    ScratchDir dir;
+    std::string trace = dir / "pexit.gtrace";
+    ProcessResult plain = untraced({"pthread-exit"}, 20);
+    ProcessResult r = traced(dir, trace, {"pthread-exit"}, 20);
+    expect_same_behaviour(plain, r, true);
+    // glibc's exit(0) after the last thread: the handler ran and stdio was flushed.
+    EXPECT_EQ(r.out, "pthread-exit: main thread leaves\npthread-exit: worker done\npthread-exit: exit handlers ran\n");
+    EXPECT_EQ(r.exit_code, 0);
+    nlohmann::json json = analyze_json(dir, trace);
+    EXPECT_TRUE(json.value("ended_cleanly", false)) << json.dump(1);
+    Report report(json);
+    auto site = report.stack_in("worker_keep");
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_EQ(site->live_count, 100u);
+    EXPECT_EQ(site->live_bytes, 100u * 1000u);
+}
+
+TEST(Stress, ChildForkedFromAThreadEndsWhenThatThreadReturns) {
+    ScratchDir dir;
+    std::string trace = dir / "fft.gtrace";
+    ProcessResult plain = untraced({"fork-from-thread"}, 30);
+    ProcessResult r = traced(dir, trace, {"fork-from-thread"}, 30);
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "fork-from-thread: child done\nfork-from-thread: child ended with 0\n");
+    std::vector<std::string> traces = traces_in(dir);
+    ASSERT_EQ(traces.size(), 2u) << fmt::format("{}", fmt::join(traces, " "));
+    for (const std::string& t : traces) {
+        if (t == trace) continue;
+        nlohmann::json json = analyze_json(dir, t);
+        EXPECT_TRUE(json.value("ended_cleanly", false)) << json.dump(1);
+        EXPECT_TRUE(warnings_of(json).empty()) << json.dump(1);  // the program still named after its main thread ended
+        Report child(json);
+        auto site = child.stack_in("child_keep");
+        ASSERT_TRUE(site) << child.summary();
+        EXPECT_EQ(site->live_count, 50u);
+    }
+}
+
+// The last thread's exit handler waits for ever: a SIGTERM must still end the process, as it
+// does untraced (the tracer's thread runs the exit with the program's signal mask).
+TEST(Stress, SignalEndsAProcessWhoseLastThreadHangsInExit) {
+    ScratchDir dir;
+    auto run_and_terminate = [&](const std::vector<std::string>& argv) {
+        Spawned process(argv, {.cwd = dir.path().string(), .timeout_seconds = 20});
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // worker done, handler waiting
+        kill(process.pid(), SIGTERM);
+        return process.wait();
+    };
+    ProcessResult plain = run_and_terminate(stress_args({"pthread-exit-hang"}));
+    ASSERT_EQ(plain.signal, SIGTERM) << plain.describe();
+    std::vector<std::string> run{GT_GROWTRACE, "run", "-o", dir / "hang.gtrace", "--"};
+    for (const std::string& a : stress_args({"pthread-exit-hang"})) run.push_back(a);
+    ProcessResult r = run_and_terminate(run);
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "pthread-exit: main thread leaves\npthread-exit: worker done\npthread-exit: exit handler waits\n");
+}
+
+// --- the tracer's descriptors stay out of the program's sight ---
+
+TEST(Stress, ProgramSeesTheSameDescriptorsTraced) {
+    ScratchDir dir;
+    ProcessResult plain = untraced({"fd-status"});
+    ProcessResult r = traced(dir, dir / "fds.gtrace", {"fd-status"});
+    expect_same_behaviour(plain, r, true);
+    // A child given some descriptors (subprocess's pass_fds) sees exactly those, though it is
+    // traced too (an exec'd image has its own trace and descriptors).
+    ProcessResult plain_pass = untraced({"pass-fds", GT_STRESS});
+    ProcessResult pass = traced(dir, dir / "pass.gtrace", {"pass-fds", GT_STRESS});
+    expect_same_behaviour(plain_pass, pass, true);
+    for (const std::string& line : tracer_lines(pass.err))  // `growtrace run`'s notes only
+        EXPECT_NE(line.find(" written to "), std::string::npos) << pass.err;
+    EXPECT_EQ(traces_in(dir).size(), 4u);
+    for (const std::string& t : traces_in(dir)) {
+        if (t == dir / "fds.gtrace") continue;
+        SCOPED_TRACE(t);
+        nlohmann::json json = analyze_json(dir, t);  // the forked child wrote its trace though it closed every descriptor
+        EXPECT_NE(json.value("pid", 0), 0) << json.dump(1);
+        EXPECT_NE(json.value("command", ""), "") << json.dump(1);
+        if (!json.value("ended_cleanly", false)) {  // the forked child, which exec'd at once
+            EXPECT_EQ(warnings_of(json), std::vector<std::string>{
+                                             "trace ends where the process exec'd another program (traced to a file of its own)"});
+        }
+    }
+}
+
+// The tracer's own frames never show in a stack: not its hooks, and not the function through
+// which it runs the program's main (to mark the start of exit).
+TEST(Stress, TracerFramesNeverShowInStacks) {
+    ScratchDir dir;
+    std::string trace = dir / "frames.gtrace";
+    ProcessResult r = traced(dir, trace, {"threads", "4", "4"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json json = analyze_json(dir, trace);
+    size_t frames = 0;
+    for (const char* list : {"findings", "groups"})
+        for (const auto& group : json[list])
+            for (const auto& frame : group["frames"]) {
+                ++frames;
+                EXPECT_NE(frame.value("module", ""), "libgrowtrace.so") << frame.dump();
+                EXPECT_NE(frame.value("function", ""), "main_then_exiting") << frame.dump();
+            }
+    EXPECT_GT(frames, 0u);
+}
+
 // --- faults of the tracer itself ---
 
 // What was written must be readable: exit 0, or 2 with one clear error line.

@@ -11,6 +11,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/dump.h"
 #include "analyzer/report_json.h"
+#include "analyzer/report_text.h"
 #include "trace_builder.h"
 
 namespace growtrace {
@@ -165,6 +166,33 @@ TEST(AnalyzerAnalysis, DumpPrintsEveryRecordWithBlockOffsets) {
     EXPECT_NE(s.find("kind 0x7d (not decoded) length=2"), std::string::npos) << s;
     EXPECT_NE(s.find("End ticks=200"), std::string::npos) << s;
     EXPECT_NE(s.find("ended cleanly"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace growtrace
+
+namespace growtrace {
+namespace {
+
+// A list cut short says so: "not findings" names three caches and counts the rest.
+TEST(TextReport, NotFindingCachesBeyondThreeAreCounted) {
+    AnalysisResult r;
+    for (const char* name : {"a.one", "a.two", "a.three", "a.four", "a.five"}) {
+        CacheReport c;
+        c.cache.name = name;
+        c.cache.reason = "bounded";
+        r.caches.push_back(c);
+    }
+    std::ostringstream out;
+    write_text_report(r, out);
+    EXPECT_NE(out.str().find("not findings: 5 caches that stopped growing: a.one (bounded); a.two (bounded); a.three "
+                             "(bounded); and 2 more (growtrace analyze --json lists them all)\n"),
+              std::string::npos)
+        << out.str();
+    r.caches.resize(3);
+    std::ostringstream three;
+    write_text_report(r, three);
+    EXPECT_EQ(three.str().find("more"), std::string::npos) << three.str();
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "format/checksum.h"
+
 namespace growtrace::testing {
 
 namespace {
@@ -132,12 +134,7 @@ TraceBuilder& TraceBuilder::end_block(format::Codec codec) {
     } else {
         stored = current_;
     }
-    put_u32(blocks_, format::kBlockMagic);
-    blocks_.push_back(static_cast<uint8_t>(codec));
-    blocks_.insert(blocks_.end(), 3, 0);
-    put_u32(blocks_, static_cast<uint32_t>(stored.size()));
-    put_u32(blocks_, static_cast<uint32_t>(current_.size()));
-    blocks_.insert(blocks_.end(), stored.begin(), stored.end());
+    blocks_.push_back(Block{codec, std::move(stored), static_cast<uint32_t>(current_.size())});
     current_.clear();
     return *this;
 }
@@ -146,9 +143,26 @@ std::vector<uint8_t> TraceBuilder::bytes(uint32_t version, format::Codec codec) 
     end_block(codec);
     std::vector<uint8_t> out(format::kMagic, format::kMagic + 8);
     put_u32(out, version);
-    put_u32(out, 0);
-    out.insert(out.end(), blocks_.begin(), blocks_.end());
+    put_u32(out, version >= 3 ? format::kKnownFlags : 0);
+    for (const Block& block : blocks_) {
+        const size_t header_at = out.size();
+        put_u32(out, format::kBlockMagic);
+        out.push_back(static_cast<uint8_t>(block.codec));
+        out.insert(out.end(), 3, 0);
+        put_u32(out, static_cast<uint32_t>(block.stored.size()));
+        put_u32(out, block.raw_size);
+        if (version >= 3)
+            put_u32(out, format::crc32c_update(format::crc32c(out.data() + header_at, format::kChecksummedBytes),
+                                               block.stored.data(), block.stored.size()));
+        out.insert(out.end(), block.stored.begin(), block.stored.end());
+    }
     return out;
+}
+
+size_t TraceBuilder::size_so_far() const {
+    size_t size = sizeof(format::FileHeader);
+    for (const Block& block : blocks_) size += format::block_header_size(format::kVersion) + block.stored.size();
+    return size;
 }
 
 void TraceBuilder::write(const std::string& path, uint32_t version, format::Codec codec) {

@@ -1,5 +1,6 @@
 // Builds synthetic trace files for tests: a file header followed by blocks of records encoded
-// with format::RecordEncoder, each block raw or zstd-compressed. Event helpers take absolute
+// with format::RecordEncoder, each block raw or zstd-compressed, in the layout of the version
+// asked for (block checksums from version 3). Event helpers take absolute
 // ticks and addresses and write the per-run deltas the format uses.
 #pragma once
 
@@ -48,12 +49,17 @@ public:
     void write(const std::string& path, uint32_t version = format::kVersion,
                format::Codec codec = format::Codec::Raw);
 
-    // File offset at which the next block would start (after bytes() the header is included).
-    size_t size_so_far() const { return 16 + blocks_.size(); }
+    // File offset at which the next block would start in a file of the current version.
+    size_t size_so_far() const;
 
 private:
+    struct Block {
+        format::Codec codec;
+        std::vector<uint8_t> stored;
+        uint32_t raw_size;
+    };
     std::vector<uint8_t> current_;
-    std::vector<uint8_t> blocks_;
+    std::vector<Block> blocks_;
     uint64_t run_ticks_ = 0;
     uint64_t run_addr_ = 0;
 };

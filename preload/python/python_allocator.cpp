@@ -8,6 +8,7 @@
 #include "preload/python/python_frames.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
+#include "preload/sampler.h"
 
 namespace growtrace::preload::python {
 namespace {
@@ -20,9 +21,11 @@ PyMemAllocatorEx& original(void* ctx) { return *static_cast<PyMemAllocatorEx*>(c
 
 // The original allocator may itself call malloc (pymalloc does for large blocks): the guard
 // keeps that inner call from being recorded a second time.
+// Sampled mode: `sample` counts the bytes once and decides (preload/sampler.h).
 void* hooked_malloc(void* ctx, size_t size) {
     PyMemAllocatorEx& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
+    PythonAllocationSample sample(size);
+    if (!sample || t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
     RecursionGuard guard;
     void* p = o.malloc(o.ctx, size);
     if (p) record_python_alloc(p, size);
@@ -31,7 +34,8 @@ void* hooked_malloc(void* ctx, size_t size) {
 
 void* hooked_calloc(void* ctx, size_t count, size_t size) {
     PyMemAllocatorEx& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.calloc(o.ctx, count, size);
+    PythonAllocationSample sample(count * size);
+    if (!sample || t_in_tracer || !tracer_active()) return o.calloc(o.ctx, count, size);
     RecursionGuard guard;
     void* p = o.calloc(o.ctx, count, size);
     if (p) record_python_alloc(p, count * size);
@@ -40,17 +44,19 @@ void* hooked_calloc(void* ctx, size_t count, size_t size) {
 
 void* hooked_realloc(void* ctx, void* ptr, size_t size) {
     PyMemAllocatorEx& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.realloc(o.ctx, ptr, size);
+    PythonAllocationSample sample(size);
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || t_in_tracer || !tracer_active())
+        return o.realloc(o.ctx, ptr, size);
     RecursionGuard guard;
     if (ptr) record_free(ptr);
     void* p = o.realloc(o.ctx, ptr, size);
-    if (p) record_python_alloc(p, size);
+    if (p && sample) record_python_alloc(p, size);
     return p;
 }
 
 void hooked_free(void* ctx, void* ptr) {
     PyMemAllocatorEx& o = original(ctx);
-    if (ptr && !t_in_tracer && tracer_active()) {
+    if (ptr && sample_maybe_live(ptr) && !t_in_tracer && tracer_active()) {
         RecursionGuard guard;
         record_free(ptr);
         o.free(o.ctx, ptr);

@@ -72,6 +72,13 @@ public:
         start_ticks = r.start_ticks;
         model_.set_origin(r.start_ticks);
     }
+    void on_sampling(uint64_t mean_bytes) override {
+        if (seen_sampling_) return;  // only the first describes this trace
+        seen_sampling_ = true;
+        sample_period = mean_bytes;
+        model_.set_sample_period(mean_bytes);
+        python.set_sample_period(mean_bytes);
+    }
     void on_module(const ModuleRecord& r) override { symbolizer_.add_module(r, generation_); }
     void on_modules_reset(const ModulesResetRecord&) override { ++generation_; }
     void on_stack_node(const StackNodeRecord& r) override { nodes[r.id] = StackNode{r.parent, r.ip, generation_}; }
@@ -121,6 +128,7 @@ public:
 
     uint64_t pid = 0;
     std::string command;
+    uint64_t sample_period = 0;
     uint64_t start_ticks = 0;
     uint64_t exit_ticks = 0;  // 0 = no Exiting record
     uint64_t last_ticks = 0;
@@ -136,6 +144,7 @@ private:
     RetentionModel& model_;
     Symbolizer& symbolizer_;
     bool seen_process_ = false;
+    bool seen_sampling_ = false;
     uint32_t generation_ = 0;
 };
 
@@ -181,17 +190,20 @@ std::string frames_key(const std::vector<Frame>& frames) {
     return key;
 }
 
-uint64_t peak_of(const std::vector<WindowBin>& bins) {
-    int64_t level = 0, peak = 0;
+double peak_of(const std::vector<WindowBin>& bins) {
+    double level = 0, peak = 0;
     for (const WindowBin& b : bins) {
-        level += static_cast<int64_t>(b.births_bytes) - static_cast<int64_t>(b.deaths_bytes);
+        level += b.births_bytes - b.deaths_bytes;
         peak = std::max(peak, level);
     }
-    return static_cast<uint64_t>(peak);
+    return peak;
 }
 
+// An estimate as a whole number for the reports (exact figures are whole already).
+uint64_t rounded(double v) { return v > 0 ? static_cast<uint64_t>(std::llround(v)) : 0; }
+
 GrowthSeries dense_series(const StackRetention& s, uint32_t windows, double window_s, size_t work_begin,
-                          size_t work_end) {
+                          size_t work_end, uint64_t sample_period) {
     GrowthSeries g;
     g.window_s = window_s;
     g.births_bytes.assign(windows, 0);
@@ -206,6 +218,9 @@ GrowthSeries dense_series(const StackRetention& s, uint32_t windows, double wind
         if (b.window < windows) g.survivor_bytes[b.window] += static_cast<double>(b.bytes);
     g.work_begin = work_begin;
     g.work_end = work_end;
+    g.sample_period = sample_period;
+    g.samples = s.samples;
+    g.live_samples = s.live_samples;
     return g;
 }
 
@@ -227,33 +242,35 @@ void merge_into(StackRetention& to, const StackRetention& from) {
     to.allocated_bytes += from.allocated_bytes;
     to.live_bytes += from.live_bytes;
     to.live_count += from.live_count;
+    to.samples += from.samples;
+    to.live_samples += from.live_samples;
+    to.live_bytes_variance += from.live_bytes_variance;
 }
 
 // Bytes held at the end of each window, from the sparse births/deaths bins.
 std::vector<uint64_t> retained_series(const std::vector<WindowBin>& bins, uint32_t windows) {
     std::vector<uint64_t> out(windows, 0);
-    int64_t level = 0;
+    double level = 0;
     size_t i = 0;
     for (uint32_t w = 0; w < windows; ++w) {
-        for (; i < bins.size() && bins[i].window <= w; ++i)
-            level += static_cast<int64_t>(bins[i].births_bytes) - static_cast<int64_t>(bins[i].deaths_bytes);
-        out[w] = static_cast<uint64_t>(std::max<int64_t>(level, 0));
+        for (; i < bins.size() && bins[i].window <= w; ++i) level += bins[i].births_bytes - bins[i].deaths_bytes;
+        out[w] = rounded(level);
     }
     return out;
 }
 
 std::vector<TimelinePoint> build_timeline(const RetentionResult& r, const Collector& c, double window_s) {
     std::vector<TimelinePoint> out;
-    int64_t level = 0;
+    double level = 0;
     size_t rss_i = 0;
     uint64_t rss = 0;
     std::vector<std::pair<uint64_t, uint64_t>> marks = c.rss;
     std::sort(marks.begin(), marks.end());
     for (uint32_t w = 0; w < r.num_windows; ++w) {
-        level += static_cast<int64_t>(r.heap[w].births_bytes) - static_cast<int64_t>(r.heap[w].deaths_bytes);
+        level += r.heap[w].births_bytes - r.heap[w].deaths_bytes;
         const uint64_t window_end = r.origin_ticks + (uint64_t{w} + 1) * r.window_ticks();
         while (rss_i < marks.size() && marks[rss_i].first < window_end) rss = marks[rss_i++].second;
-        out.push_back(TimelinePoint{(w + 1) * window_s, static_cast<uint64_t>(std::max<int64_t>(level, 0)), rss});
+        out.push_back(TimelinePoint{(w + 1) * window_s, rounded(level), rss});
     }
     return out;
 }
@@ -315,6 +332,7 @@ AnalysisResult analyze_trace(const std::string& path) {
     out.ended_cleanly = summary.ended_cleanly;
     out.pid = c.pid;
     out.command = c.command;
+    out.sample_period = c.sample_period;
     out.children = c.children;
     const uint64_t last_ticks = std::max(c.last_ticks, model.max_ticks());
 
@@ -362,11 +380,14 @@ AnalysisResult analyze_trace(const std::string& path) {
     for (auto& [key, s] : merged) {
         GroupReport g = std::move(by_frames[key]);
         g.frames = fold_interpreter_frames(g.frames);
-        g.verdict = classify_growth(dense_series(s, r.num_windows, window_s, work_begin, work_end));
-        g.retained_bytes = s.live_bytes;
-        g.live_allocations = s.live_count;
-        g.allocations = s.allocations;
-        g.allocated_bytes = s.allocated_bytes;
+        g.verdict = classify_growth(dense_series(s, r.num_windows, window_s, work_begin, work_end, c.sample_period));
+        g.retained_bytes = rounded(s.live_bytes);
+        g.live_allocations = rounded(s.live_count);
+        g.allocations = rounded(s.allocations);
+        g.allocated_bytes = rounded(s.allocated_bytes);
+        g.samples = s.samples;
+        g.live_samples = s.live_samples;
+        g.retained_bytes_stderr = std::sqrt(std::max(0.0, s.live_bytes_variance));
         g.retained_series = retained_series(s.bins, r.num_windows);
         if (g.verdict.cls == GrowthClass::Unbounded) out.findings.push_back(std::move(g));
         else out.groups.push_back(std::move(g));

@@ -152,9 +152,10 @@ void PythonTracker::on_cache_size(const CacheSizeRecord& r) {
 
 namespace {
 // The entry counts of a series in tick order: a Stored marker (-2) is one more than the point
-// before it.
+// before it. Points with equal ticks keep their order in the file (a thread's miss, then its
+// store; a sampled trace puts thread events on a coarse time grid, so ties are common).
 void resolve_counts(std::vector<std::pair<uint64_t, int64_t>>& samples) {
-    std::sort(samples.begin(), samples.end());
+    std::stable_sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     int64_t current = 0;
     for (auto& [ticks, entries] : samples) {
         current = entries == -2 ? current + 1 : entries;

@@ -17,27 +17,29 @@ namespace {
 
 // Maps ticks to seconds since process start: least-squares line through every
 // (ticks, monotonic_ns) pair the trace carries. Without two distinct points, ticks are taken
-// to be nanoseconds.
+// to be nanoseconds. The fit is kept as running means and co-moments (Welford), so a trace of
+// days, with a time mark every 100 ms, needs no memory per mark.
 class TickClock {
 public:
-    void add(uint64_t ticks, uint64_t ns) { points_.emplace_back(static_cast<double>(ticks), static_cast<double>(ns)); }
+    void add(uint64_t ticks, uint64_t ns) {
+        const double x = static_cast<double>(ticks), y = static_cast<double>(ns);
+        n_ += 1;
+        const double dx = x - mx_;
+        mx_ += dx / n_;
+        my_ += (y - my_) / n_;
+        sxx_ += dx * (x - mx_);
+        sxy_ += dx * (y - my_);
+    }
     void set_start(uint64_t ticks, uint64_t ns) {
         start_ticks_ = static_cast<double>(ticks);
         start_ns_ = static_cast<double>(ns);
         add(ticks, ns);
     }
     void fit() {
-        double n = 0, sx = 0, sy = 0;
-        for (auto [x, y] : points_) n += 1, sx += x, sy += y;
-        if (n >= 2) {
-            const double mx = sx / n, my = sy / n;
-            double sxx = 0, sxy = 0;
-            for (auto [x, y] : points_) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
-            if (sxx > 0 && sxy > 0) {
-                ns_per_tick_ = sxy / sxx;
-                intercept_ = my - ns_per_tick_ * mx;
-                return;
-            }
+        if (n_ >= 2 && sxx_ > 0 && sxy_ > 0) {
+            ns_per_tick_ = sxy_ / sxx_;
+            intercept_ = my_ - ns_per_tick_ * mx_;
+            return;
         }
         ns_per_tick_ = 1;
         intercept_ = start_ns_ - start_ticks_;
@@ -46,10 +48,15 @@ public:
     double ns_per_tick() const { return ns_per_tick_; }
 
 private:
-    std::vector<std::pair<double, double>> points_;
+    double n_ = 0, mx_ = 0, my_ = 0, sxx_ = 0, sxy_ = 0;
     double start_ticks_ = 0, start_ns_ = 0;
     double ns_per_tick_ = 1, intercept_ = 0;
 };
+
+// RSS marks for the timeline, one per time mark of the trace: past 2 x kMaxRssMarks every other
+// one is dropped, so a long trace keeps a bounded, evenly thinned series (the timeline has at
+// most 512 windows).
+constexpr size_t kMaxRssMarks = 4096;
 
 struct StackNode {
     uint64_t parent = 0;
@@ -115,7 +122,16 @@ public:
     }
     void on_time_mark(const TimeMarkRecord& r) override {
         clock.add(r.ticks, r.monotonic_ns);
-        rss.emplace_back(r.ticks, r.rss_bytes);
+        if (rss_stride_ > 1 && marks_seen_++ % rss_stride_ != 0) {
+        } else {
+            rss.emplace_back(r.ticks, r.rss_bytes);
+            if (rss.size() > 2 * kMaxRssMarks) {
+                size_t out = 0;
+                for (size_t i = 0; i < rss.size(); i += 2) rss[out++] = rss[i];
+                rss.resize(out);
+                rss_stride_ *= 2;
+            }
+        }
         last_ticks = std::max(last_ticks, r.ticks);
     }
     void on_end(const EndRecord& r) override {
@@ -145,6 +161,8 @@ private:
     Symbolizer& symbolizer_;
     bool seen_process_ = false;
     bool seen_sampling_ = false;
+    uint64_t rss_stride_ = 1;  // one mark in this many is kept
+    uint64_t marks_seen_ = 0;
     uint32_t generation_ = 0;
 };
 

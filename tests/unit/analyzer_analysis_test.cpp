@@ -290,5 +290,32 @@ TEST(AnalyzerAnalysis, OlderFormatVersionsAreStillRead) {
     EXPECT_EQ(analyze_command(o, out, err), kExitOk) << err.str();
 }
 
+// A trace of a day (a time mark every 100 ms: 864,000 of them) keeps a bounded RSS series and
+// fits its clock without a point per mark; the timeline still ends with the last RSS.
+TEST(AnalyzerAnalysis, DayLongTraceKeepsTimeMarksBounded) {
+    constexpr uint64_t kTick = 100 * kMs;
+    constexpr int kMarks = 864000;
+    TraceBuilder b;
+    b.process(5, 0, 0).stack_node(1, 0, 0x1000);
+    for (int i = 1; i <= kMarks; ++i) {
+        // ticks run at 2 per ns, as a 2 GHz TSC would
+        b.time_mark(2 * i * kTick, i * kTick, (uint64_t{100} + static_cast<uint64_t>(i) * 100 / kMarks) << 20);
+        if (i % 36000 == 0) b.thread(1, 2 * i * kTick).alloc(2 * i * kTick, 1 << 20, 0x10000000 + i, 1);
+        if (i % 10000 == 0) b.end_block(format::Codec::Zstd);
+    }
+    b.end(2 * kMarks * kTick, kMarks * kTick);
+    AnalysisResult r = analyze_trace([&] {
+        const std::string path = temp_trace_path("day");
+        b.write(path);
+        return path;
+    }());
+    EXPECT_NEAR(r.duration_s, 86400, 1);
+    ASSERT_FALSE(r.timeline.empty());
+    EXPECT_LE(r.timeline.size(), 512u);
+    EXPECT_NEAR(static_cast<double>(r.timeline.back().rss_bytes), 200.0 * (1 << 20), 2.0 * (1 << 20));
+    EXPECT_GT(r.timeline[r.timeline.size() / 2].rss_bytes, 140u << 20);
+    EXPECT_EQ(r.totals.retained_bytes, 24.0 * (1 << 20));
+}
+
 }  // namespace
 }  // namespace growtrace

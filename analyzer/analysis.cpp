@@ -4,8 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <thread>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -58,6 +66,142 @@ private:
 // most 512 windows).
 constexpr size_t kMaxRssMarks = 4096;
 
+// Feeds the CPython tracker on a thread of its own (the analysis's second core): on a full
+// trace of a Python program it does as much work per event as the retention model, in hash
+// tables of its own, so the two run side by side. Events are handed over in batches, in file
+// order. Nothing before the first CPython record can matter to the tracker (no miss is open, no
+// class is known), so a native program's trace starts no thread at all.
+class PythonPipeline {
+public:
+    explicit PythonPipeline(PythonTracker& tracker) : tracker_(tracker) {}
+    // After an error in the trace (the reader threw): the worker stops, nothing is rethrown.
+    ~PythonPipeline() { stop(); }
+    PythonPipeline(const PythonPipeline&) = delete;
+    PythonPipeline& operator=(const PythonPipeline&) = delete;
+
+    bool started() const { return started_; }
+
+    void alloc(const AllocCompactEvent& e) {
+        if (!started_) return;
+        push(Event{Event::Alloc, 0, e.tid, e.ticks, e.size, e.stack_id, e.seq});
+    }
+    void free(const FreeCompactEvent& e) {
+        if (!started_) return;
+        push(Event{Event::Free, 0, e.tid, e.ticks, 0, 0, e.seq});
+    }
+    template <typename Record>
+    void record(const Record& r) {
+        start();
+        current_.records.emplace_back(r);
+        push(Event{Event::Record, static_cast<uint32_t>(current_.records.size() - 1), 0, 0, 0, 0, 0});
+    }
+
+    // Everything handed over has been applied when this returns (or the first exception the
+    // tracker threw is rethrown here).
+    void finish() {
+        if (!started_) return;
+        hand_over();
+        stop();
+        if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    }
+
+private:
+    struct Event {
+        enum Kind : uint8_t { Alloc, Free, Record } kind;
+        uint32_t record;
+        uint64_t tid, ticks, size, stack, seq;
+    };
+    using AnyRecord = std::variant<CacheCreateRecord, CacheInsertRecord, CacheSizeRecord, TypeCreateRecord>;
+    struct Batch {
+        std::vector<Event> events;
+        std::vector<AnyRecord> records;
+    };
+    static constexpr size_t kBatchEvents = 1 << 15;
+    static constexpr size_t kMaxQueued = 4;  // batches in flight: memory stays bounded
+
+    void stop() {
+        if (!started_) return;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+        }
+        ready_.notify_all();
+        if (worker_.joinable()) worker_.join();
+        started_ = false;
+    }
+    void start() {
+        if (started_) return;
+        started_ = true;
+        worker_ = std::thread([this] { run(); });
+    }
+    void push(const Event& e) {
+        current_.events.push_back(e);
+        if (current_.events.size() >= kBatchEvents) hand_over();
+    }
+    void hand_over() {
+        if (current_.events.empty()) return;
+        std::unique_lock<std::mutex> lock(mutex_);
+        space_.wait(lock, [&] { return queue_.size() < kMaxQueued; });
+        queue_.push_back(std::move(current_));
+        current_ = Batch{};
+        current_.events.reserve(kBatchEvents);
+        lock.unlock();
+        ready_.notify_one();
+    }
+    void run() {
+        for (;;) {
+            Batch batch;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+                if (queue_.empty()) return;
+                batch = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            space_.notify_one();
+            if (error_) continue;  // drain; the first error is rethrown by finish()
+            try {
+                apply(batch);
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        }
+    }
+    void apply(const Batch& batch) {
+        for (const Event& e : batch.events) {
+            switch (e.kind) {
+                case Event::Alloc:
+                    tracker_.on_alloc_compact(AllocCompactEvent{e.tid, e.ticks, e.size, e.stack, e.seq});
+                    break;
+                case Event::Free:
+                    tracker_.on_free_compact(FreeCompactEvent{e.tid, e.ticks, e.seq});
+                    break;
+                case Event::Record:
+                    std::visit(
+                        [&](const auto& r) {
+                            using R = std::decay_t<decltype(r)>;
+                            if constexpr (std::is_same_v<R, CacheCreateRecord>) tracker_.on_cache_create(r);
+                            else if constexpr (std::is_same_v<R, CacheInsertRecord>) tracker_.on_cache_insert(r);
+                            else if constexpr (std::is_same_v<R, CacheSizeRecord>) tracker_.on_cache_size(r);
+                            else tracker_.on_type_create(r);
+                        },
+                        batch.records[e.record]);
+                    break;
+            }
+        }
+    }
+
+    PythonTracker& tracker_;
+    bool started_ = false;
+    Batch current_;
+    std::mutex mutex_;
+    std::condition_variable ready_, space_;
+    std::deque<Batch> queue_;
+    bool done_ = false;
+    std::exception_ptr error_;
+    std::thread worker_;
+};
+
 struct StackNode {
     uint64_t parent = 0;
     uint64_t ip = 0;
@@ -96,12 +240,12 @@ public:
     }
     void on_alloc_compact(const AllocCompactEvent& e) override {
         model_.on_alloc_compact(e);
-        python.on_alloc_compact(e);
+        python_feed_.alloc(e);
     }
     void on_free_compact(const FreeCompactEvent& e) override {
         if (at_shutdown(e.ticks)) return;
         model_.on_free_compact(e);
-        python.on_free_compact(e);
+        python_feed_.free(e);
     }
     // What a program frees once it has begun to exit (an interpreter tearing down its modules
     // and caches) is not its steady state: retention is measured when exiting began.
@@ -109,17 +253,19 @@ public:
         if (!exit_ticks || ticks < exit_ticks) exit_ticks = ticks;
     }
     bool at_shutdown(uint64_t ticks) const { return exit_ticks && ticks > exit_ticks; }
-    void on_cache_create(const CacheCreateRecord& r) override { python.on_cache_create(r); }
-    void on_cache_insert(const CacheInsertRecord& r) override { python.on_cache_insert(r); }
-    void on_cache_size(const CacheSizeRecord& r) override { python.on_cache_size(r); }
+    void on_cache_create(const CacheCreateRecord& r) override { python_feed_.record(r); }
+    void on_cache_insert(const CacheInsertRecord& r) override { python_feed_.record(r); }
+    void on_cache_size(const CacheSizeRecord& r) override { python_feed_.record(r); }
     // A class reported by the agent's gc scan comes without a stack: the allocation holding
-    // it has the one that created it.
+    // it has the one that created it (looked up here, where the retention model is).
     void on_type_create(const TypeCreateRecord& r) override {
-        if (r.stack_id || !r.allocation_seq) return python.on_type_create(r);
+        if (r.stack_id || !r.allocation_seq) return python_feed_.record(r);
         TypeCreateRecord with_stack = r;
         with_stack.stack_id = model_.live_stack_id(r.allocation_seq);
-        python.on_type_create(with_stack);
+        python_feed_.record(with_stack);
     }
+    // The tracker's state is complete (call once the trace is read).
+    void finish_python() { python_feed_.finish(); }
     void on_time_mark(const TimeMarkRecord& r) override {
         clock.add(r.ticks, r.monotonic_ns);
         if (rss_stride_ > 1 && marks_seen_++ % rss_stride_ != 0) {
@@ -157,6 +303,7 @@ public:
     PythonTracker python;
 
 private:
+    PythonPipeline python_feed_{python};
     RetentionModel& model_;
     Symbolizer& symbolizer_;
     bool seen_process_ = false;
@@ -344,6 +491,7 @@ AnalysisResult analyze_trace(const std::string& path) {
     Symbolizer symbolizer;
     Collector c(model, symbolizer);
     const ReadSummary summary = read_trace(path, c);
+    c.finish_python();
 
     AnalysisResult out;
     out.trace_format_version = summary.version;

@@ -11,13 +11,15 @@ Each tool runs it in turn:
     memray+pyalloc  the same with --trace-python-allocators (sees pymalloc's objects, as growtrace does)
     growtrace  growtrace run -o FILE -- python repro.py ...
     growtrace-fast  the same with --no-python-objects (pymalloc not hooked, as memray's default)
+    growtrace-sampled  growtrace run --sample SAMPLE (default 512K) -o FILE -- python repro.py ...
 
 For each it reports (median of --repeat runs) the wall time and CPU time (user+sys of the children, so
 heaptrack's and memray's own processes count too), the slowdown against the untraced run as ratios, the
 size of the output file(s), and the repro's own `seconds=` figure from its summary line: the request phase
 alone, without interpreter start-up, imports or the tracer's work at exit.
 
-    python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1]
+    python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1] [--sample 512K]
+                                  [--tools untraced,growtrace-sampled]
 """
 from __future__ import annotations
 
@@ -65,6 +67,8 @@ def main() -> int:
     parser.add_argument("--build", default=os.path.join(root, "build"))
     parser.add_argument("--requests", type=int, default=20, help="requests, one new thread each")
     parser.add_argument("--repeat", type=int, default=1, help="runs per tool (median); each takes 10-40 s")
+    parser.add_argument("--sample", default="512K", help="--sample SIZE of the sampled row")
+    parser.add_argument("--tools", help="comma-separated subset of the rows (untraced is always run)")
     args = parser.parse_args()
 
     python = os.path.join(root, ".venv", "bin", "python")
@@ -91,6 +95,11 @@ def main() -> int:
     # Without the PEP 445 hooks: small objects seen only as pymalloc's arenas, like memray's default.
     tools.append(("growtrace-fast", "fast.gtrace",
                   lambda out: [growtrace, "run", "--no-python-objects", "-o", out, "--", python, *repro_args]))
+    tools.append(("growtrace-sampled", "sampled.gtrace",
+                  lambda out: [growtrace, "run", "--sample", args.sample, "-o", out, "--", python, *repro_args]))
+    if args.tools:
+        wanted = set(args.tools.split(",")) | {"untraced"}
+        tools = [t for t in tools if t[0] in wanted]
 
     # Runs are interleaved (each repeat runs every tool once) so that a slower spell of a shared
     # machine does not land on one tool only.
@@ -112,11 +121,11 @@ def main() -> int:
     base_wall, base_cpu, base_seconds = rows[0][1:4]
     print(f"workload: openai #2672 repro, --mode threads --requests {args.requests} --interval 0, "
           f"median of {args.repeat} run(s), machine: {os.cpu_count()} cores")
-    print(f"{'tool':<15} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
+    print(f"{'tool':<18} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
           f"{'output MB':>10}")
     for name, wall, cpu, seconds, size in rows:
         size_text = f"{size / 1e6:>10.2f}" if size is not None else f"{'-':>10}"
-        print(f"{name:<15} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
+        print(f"{name:<18} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
               f"{seconds:>8.2f} {seconds / max(base_seconds, 0.01):>7.1f}x {size_text}")
     return 0
 

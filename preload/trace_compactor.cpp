@@ -17,9 +17,9 @@ using format::RecordKind;
 // About 0.1 ms at 2.5 GHz: finer than any window the analyzer uses.
 constexpr int64_t kTimeQuantum = int64_t{1} << 18;
 // Sampled traces: events are sparse, so nearly every one needs a Time record; their times go
-// on a grid of about 1.7 ms (still far finer than the analyzer's 10 ms windows), which makes
-// the deltas low in entropy. Thread events then happen at the grid time too.
-constexpr int64_t kSampledTimeQuantum = int64_t{1} << 22;
+// on a grid of about 3.4 ms (still finer than the analyzer's 10 ms windows), which makes the
+// deltas low in entropy. Thread events then happen at the grid time too.
+constexpr int64_t kSampledTimeQuantum = int64_t{1} << 23;
 // Unmatched frees wait this many writer cycles for the run holding their allocation.
 constexpr uint64_t kPendingCycles = 2;
 

@@ -29,11 +29,14 @@ namespace {
 // Blocks are cut at about this many raw bytes: big enough to compress well, small enough that
 // the reader never needs much memory.
 constexpr size_t kBlockTarget = 4u << 20;
-// Sampled mode writes a block about once a second rather than every tick: a trace of hours
-// is then mostly small records that compress far better together (docs/trace-format.md,
-// "Sampling"). A killed process loses at most that second.
-constexpr uint64_t kSampledBlockNs = 1000000000;
+// Sampled mode writes a block about every 5 s rather than every tick: a trace of hours is then
+// mostly small records that compress far better together; and a time mark (and the caches'
+// sizes) once a second, which is plenty for windows of seconds (docs/sampling.md). A killed
+// process loses at most those 5 s.
+constexpr uint64_t kSampledBlockNs = 5000000000;
+constexpr uint64_t kSampledMarkNs = 1000000000;
 uint64_t g_last_block_ns = 0;
+uint64_t g_last_mark_ns = 0;
 
 pthread_mutex_t g_cycle_mutex = PTHREAD_MUTEX_INITIALIZER;  // one flush at a time
 pthread_mutex_t g_global_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -154,8 +157,13 @@ void cycle(bool final, bool write) {
     pthread_mutex_lock(&g_cycle_mutex);
     if (g_file && g_file->is_open()) {
         module_map_scan(writer_emit, g_scan_requested.exchange(false));
-        emit_time_mark();
-        python::poll_cache_sizes(writer_emit);
+        const uint64_t now = monotonic_ns();
+        const bool sparse = sampling_enabled() && !write && !final;
+        if (!sparse || now - g_last_mark_ns >= kSampledMarkNs) {
+            emit_time_mark();
+            python::poll_cache_sizes(writer_emit);
+            g_last_mark_ns = now;
+        }
 
         pthread_mutex_lock(&g_global_mutex);
         append(g_global, g_global_used);
@@ -169,8 +177,7 @@ void cycle(bool final, bool write) {
             uint8_t bytes[32];
             append(bytes, end.finish(bytes));
         }
-        const uint64_t now = monotonic_ns();
-        if (write || !sampling_enabled() || now - g_last_block_ns >= kSampledBlockNs) {
+        if (!sparse || now - g_last_block_ns >= kSampledBlockNs) {
             write_block_now();
             g_last_block_ns = now;
         }

@@ -550,9 +550,9 @@ TEST_F(SampledCompactorTest, KeyDescriptionsAreKeptForTheFirst64DistinctKeysOfEa
     EXPECT_EQ(key_of(all.back()), "key69");
 }
 
-// Sampled: times go on a grid of 2^22 ticks; a thread event happens at the run's written time.
+// Sampled: times go on a grid of 2^23 ticks; a thread event happens at the run's written time.
 TEST_F(SampledCompactorTest, TimesAreWrittenOnTheSampledGrid) {
-    constexpr uint64_t kGrid = uint64_t{1} << 22;
+    constexpr uint64_t kGrid = uint64_t{1} << 23;
     constexpr uint64_t kBase = 100 * kGrid + 12345;
     RunBuilder run;
     run.thread(1, kBase).alloc(kBase + 3 * kGrid + 777, 64, kA, 1).event(RecordKind::CacheInsert,

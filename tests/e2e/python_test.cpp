@@ -120,11 +120,11 @@ TEST_P(PythonModes, OpenAISingleThreadHasNoFinding) {
 
 TEST_P(PythonModes, StdlibCopyOfTheOpenAIPatternOnTheStaticPython) {
     ScratchDir dir;
-    // Sampled: 300 requests, values with a 64 KiB buffer and classes holding 64 KiB, so that the
+    // Sampled: 300 requests, values with a 128 KiB buffer and classes holding 128 KiB, so that the
     // stacks of the cache's entries and of the classes hold enough samples to be judged.
     const int requests = sampled() ? 300 : 150;
     std::vector<std::string> args{kPrograms + "lru_growth.py", "--requests", std::to_string(requests)};
-    if (sampled()) args.insert(args.end(), {"--buffer", "65536", "--class-payload", "65536"});
+    if (sampled()) args.insert(args.end(), {"--buffer", "131072", "--class-payload", "131072"});
     json report = trace(dir, kStaticPython, args);
     auto caches = findings_of_kind(report, "cache_growth");
     ASSERT_EQ(caches.size(), 1u) << report["findings"].dump().substr(0, 2000);

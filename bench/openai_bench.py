@@ -12,6 +12,7 @@ Each tool runs it in turn:
     memray+pyalloc  the same with --trace-python-allocators (sees pymalloc's objects, as growtrace does)
     growtrace  growtrace run -o FILE -- python repro.py ...
     growtrace-fast  the same with --no-python-objects (pymalloc not hooked, as memray's default)
+    growtrace-sampled  growtrace run --sample SAMPLE (default 512K) -o FILE -- python repro.py ...
 
 For each it reports (median of --repeat runs) the wall time and CPU time (user+sys of the children, so
 heaptrack's and memray's own processes count too), the slowdown against the untraced run as ratios, the
@@ -19,7 +20,7 @@ size of the output file(s), and the repro's own `seconds=` figure from its summa
 alone, without interpreter start-up, imports or the tracer's work at exit.
 
     python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1] [--python 3.12]
-                                  [--tools untraced,memray,growtrace]
+                                  [--sample 512K] [--tools untraced,memray,growtrace,growtrace-sampled]
 """
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20, help="requests, one new thread each")
     parser.add_argument("--repeat", type=int, default=1, help="runs per tool (median); each takes 10-40 s")
     parser.add_argument("--python", default="3.11", help="CPython version: the project's venv for it")
-    parser.add_argument("--tools", default="", help="comma-separated names of the tools to run (default: all)")
+    parser.add_argument("--sample", default="512K", help="--sample SIZE of the sampled row")
+    parser.add_argument("--tools", help="comma-separated subset of the rows (untraced is always run)")
     args = parser.parse_args()
 
     venv = ".venv" if args.python == "3.11" else f".venv-{args.python}"
@@ -96,10 +98,11 @@ def main() -> int:
     # Without the PEP 445 hooks: small objects seen only as pymalloc's arenas, like memray's default.
     tools.append(("growtrace-fast", "fast.gtrace",
                   lambda out: [growtrace, "run", "--no-python-objects", "-o", out, "--", python, *repro_args]))
-
+    tools.append(("growtrace-sampled", "sampled.gtrace",
+                  lambda out: [growtrace, "run", "--sample", args.sample, "-o", out, "--", python, *repro_args]))
     if args.tools:
-        wanted = set(args.tools.split(","))
-        tools = [t for t in tools if t[0] in wanted or t[0] == "untraced"]
+        wanted = set(args.tools.split(",")) | {"untraced"}
+        tools = [t for t in tools if t[0] in wanted]
 
     # Runs are interleaved (each repeat runs every tool once) so that a slower spell of a shared
     # machine does not land on one tool only.
@@ -121,11 +124,11 @@ def main() -> int:
     base_wall, base_cpu, base_seconds = rows[0][1:4]
     print(f"workload: openai #2672 repro on CPython {args.python}, --mode threads --requests {args.requests} --interval 0, "
           f"median of {args.repeat} run(s), machine: {os.cpu_count()} cores")
-    print(f"{'tool':<15} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
+    print(f"{'tool':<18} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
           f"{'output MB':>10}")
     for name, wall, cpu, seconds, size in rows:
         size_text = f"{size / 1e6:>10.2f}" if size is not None else f"{'-':>10}"
-        print(f"{name:<15} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
+        print(f"{name:<18} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
               f"{seconds:>8.2f} {seconds / max(base_seconds, 0.01):>7.1f}x {size_text}")
     return 0
 

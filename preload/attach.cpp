@@ -149,14 +149,15 @@ bool loaded_for_attach() {
 
 using namespace growtrace::preload;
 
-extern "C" __attribute__((visibility("default"))) int growtrace_attach_start(const char* output) {
+namespace {
+int attach_start(const char* output, uint64_t sample_bytes) {
     RecursionGuard guard;
     pthread_mutex_lock(&g_attach_mutex);
     int rc;
     if (tracer_active() || g_attached.load()) rc = -1;
     else if (!find_own_hooks()) rc = -5;
     else if (!forwards_to_program_allocator()) rc = -2;
-    else if (!output || !*output || !recorder_start_attached(output)) rc = -3;
+    else if (!output || !*output || !recorder_start_attached(output, sample_bytes)) rc = -3;
     else {
         rc = got_patch_loaded(g_targets, kHookCount, g_self_base);
         if (rc <= 0) {
@@ -172,6 +173,16 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_start(con
     }
     pthread_mutex_unlock(&g_attach_mutex);
     return rc;
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int growtrace_attach_start(const char* output) {
+    return attach_start(output, 0);
+}
+
+extern "C" __attribute__((visibility("default"))) int growtrace_attach_start_sampled(const char* output,
+                                                                                   unsigned long long sample_bytes) {
+    return attach_start(output, sample_bytes);
 }
 
 extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void) {

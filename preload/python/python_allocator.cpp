@@ -6,6 +6,7 @@
 #include "preload/python/python_frames.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
+#include "preload/sampler.h"
 
 namespace growtrace::preload::python {
 namespace {
@@ -19,9 +20,11 @@ MemAllocator& original(void* ctx) { return *static_cast<MemAllocator*>(ctx); }
 
 // The original allocator may itself call malloc (pymalloc does for large blocks): the guard
 // keeps that inner call from being recorded a second time.
+// Sampled mode: `sample` counts the bytes once and decides (preload/sampler.h).
 void* hooked_malloc(void* ctx, size_t size) {
     MemAllocator& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
+    PythonAllocationSample sample(size);
+    if (!sample || t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
     RecursionGuard guard;
     void* p = o.malloc(o.ctx, size);
     if (p) record_python_alloc(p, size);
@@ -30,7 +33,8 @@ void* hooked_malloc(void* ctx, size_t size) {
 
 void* hooked_calloc(void* ctx, size_t count, size_t size) {
     MemAllocator& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.calloc(o.ctx, count, size);
+    PythonAllocationSample sample(count * size);
+    if (!sample || t_in_tracer || !tracer_active()) return o.calloc(o.ctx, count, size);
     RecursionGuard guard;
     void* p = o.calloc(o.ctx, count, size);
     if (p) record_python_alloc(p, count * size);
@@ -39,17 +43,19 @@ void* hooked_calloc(void* ctx, size_t count, size_t size) {
 
 void* hooked_realloc(void* ctx, void* ptr, size_t size) {
     MemAllocator& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.realloc(o.ctx, ptr, size);
+    PythonAllocationSample sample(size);
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || t_in_tracer || !tracer_active())
+        return o.realloc(o.ctx, ptr, size);
     RecursionGuard guard;
     if (ptr) record_free(ptr);
     void* p = o.realloc(o.ctx, ptr, size);
-    if (p) record_python_alloc(p, size);
+    if (p && sample) record_python_alloc(p, size);
     return p;
 }
 
 void hooked_free(void* ctx, void* ptr) {
     MemAllocator& o = original(ctx);
-    if (ptr && !t_in_tracer && tracer_active()) {
+    if (ptr && sample_maybe_live(ptr) && !t_in_tracer && tracer_active()) {
         RecursionGuard guard;
         record_free(ptr);
         o.free(o.ctx, ptr);

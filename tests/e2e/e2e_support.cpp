@@ -196,9 +196,19 @@ bool has_frame(const nlohmann::json& frames, const std::string& function, const 
     return false;
 }
 
+std::vector<std::string> mode_options(TraceMode mode) {
+    if (mode == TraceMode::Sampled) return {"--sample", "512K"};
+    return {};
+}
+
+std::string mode_name(TraceMode mode) { return mode == TraceMode::Sampled ? "Sampled" : "Full"; }
+
 ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
-                            const std::vector<std::string>& program_args, int expected_status) {
-    std::vector<std::string> args{"run", "-o", trace, "--"};
+                            const std::vector<std::string>& program_args, int expected_status,
+                            const std::vector<std::string>& run_options) {
+    std::vector<std::string> args{"run"};
+    args.insert(args.end(), run_options.begin(), run_options.end());
+    args.insert(args.end(), {"-o", trace, "--"});
     args.insert(args.end(), program_args.begin(), program_args.end());
     ProcessResult r = growtrace(args, {.cwd = dir.path().string()});
     EXPECT_EQ(r.signal, 0) << r.err;

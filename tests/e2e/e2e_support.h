@@ -115,11 +115,20 @@ bool has_frame(const nlohmann::json& frames, const std::string& function, const 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& contents);
 
-// Traces `program_args` with `growtrace run -o TRACE -- ...` in `dir`, asserting (via gtest)
-// that the command exits with `expected_status` and that a trace was written.
+// Traces `program_args` with `growtrace run [RUN_OPTIONS] -o TRACE -- ...` in `dir`, asserting
+// (via gtest) that the command exits with `expected_status` and that a trace was written.
 // Returns the run's result.
 ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
-                            const std::vector<std::string>& program_args, int expected_status = 0);
+                            const std::vector<std::string>& program_args, int expected_status = 0,
+                            const std::vector<std::string>& run_options = {});
+
+// The two ways of tracing that the classification tests run in (issue #12): every allocation
+// (`growtrace run`'s default), and sampled with `--sample 512K`, the default of `attach`.
+enum class TraceMode { Full, Sampled };
+// growtrace run options of a mode.
+std::vector<std::string> mode_options(TraceMode mode);
+std::string mode_name(TraceMode mode);
+inline constexpr double kSampleBytes = 512 * 1024;
 
 // `growtrace analyze TRACE --json -o OUT` then parses OUT. Asserts the analysis succeeded.
 nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace);

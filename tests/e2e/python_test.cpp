@@ -2,7 +2,8 @@
 // on every CPython version growtrace reads (pythons_under_test(): the project's venvs for 3.10
 // to 3.13, tools/setup_python.sh, and Debian's statically linked /usr/bin/python3.11). The
 // openai #2672 reproduction runs against its local mock server in each venv; Debian's static
-// Python, which has no venv, runs the stdlib programs.
+// Python, which has no venv, runs the stdlib programs. The classification tests (PythonModes)
+// also run sampled (--sample 512K) on the 3.11 builds and must give the same verdicts.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -24,27 +25,65 @@ const std::string kSource = GT_SOURCE_DIR;
 const std::string kPrograms = kPythonPrograms;
 
 
+// Tests that depend on the interpreter only (full tracing), on every version.
 class PythonVersions : public ::testing::TestWithParam<PythonUnderTest> {};
+
+// The classification tests: every version traced in full, and the 3.11 builds sampled too
+// (--sample 512K): both modes must give the same verdicts; where a program is too small for
+// sampling it is run bigger in the sampled mode.
+class PythonModes : public ::testing::TestWithParam<std::tuple<PythonUnderTest, TraceMode>> {
+protected:
+    const PythonUnderTest& python() const { return std::get<0>(GetParam()); }
+    bool sampled() const { return std::get<1>(GetParam()) == TraceMode::Sampled; }
+    json trace(const ScratchDir& dir, std::vector<std::string> args) const;
+};
+
+std::string mode_test_name(const ::testing::TestParamInfo<std::tuple<PythonUnderTest, TraceMode>>& info) {
+    ::testing::TestParamInfo<PythonUnderTest> py(std::get<0>(info.param), info.index);
+    return python_test_name(py) + "_" + mode_name(std::get<1>(info.param));
+}
+
+std::vector<PythonUnderTest> sampled_pythons() {
+    std::vector<PythonUnderTest> out;
+    for (const PythonUnderTest& p : pythons_under_test())
+        if (p.name.starts_with("3.11")) out.push_back(p);
+    return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonModes,
+                         ::testing::Combine(::testing::ValuesIn(pythons_under_test()), ::testing::Values(TraceMode::Full)),
+                         mode_test_name);
+INSTANTIATE_TEST_SUITE_P(Sampled, PythonModes,
+                         ::testing::Combine(::testing::ValuesIn(sampled_pythons()), ::testing::Values(TraceMode::Sampled)),
+                         mode_test_name);
 
 // The line CPython runs a decorator at: its own from 3.11 on, the `def` below it before.
 int decoration_line(const PythonUnderTest& py, const std::string& file, const std::string& mark) {
     return python_mark(file, mark) + (py.name == "3.10" ? 1 : 0);
 }
 
-json trace_python(const ScratchDir& dir, const std::string& python, std::vector<std::string> args) {
+json trace_python(const ScratchDir& dir, const std::string& python, std::vector<std::string> args,
+                  TraceMode mode = TraceMode::Full) {
     EXPECT_EQ(access(python.c_str(), X_OK), 0) << python << " is missing: run tools/setup.sh";
     std::string trace = dir / "py.gtrace";
     args.insert(args.begin(), python);
-    trace_program(dir, trace, args);
-    return analyze_json(dir, trace);
+    trace_program(dir, trace, args, 0, mode_options(mode));
+    json report = analyze_json(dir, trace);
+    EXPECT_EQ(report["sampling"]["mean_bytes"], mode == TraceMode::Sampled ? 524288 : 0);
+    return report;
 }
 
-TEST_P(PythonVersions, OpenAIThreadsModeIsAGrowingCacheKeyedOnGeneratedClasses) {
-    const PythonUnderTest& py = GetParam();
+json PythonModes::trace(const ScratchDir& dir, std::vector<std::string> args) const {
+    return trace_python(dir, python().python, std::move(args), std::get<1>(GetParam()));
+}
+
+// The cache and class records stay exact in sampled mode: the #2672 verdict does not depend on
+// the sampling; only the memory the cache holds is an estimate (with its samples).
+TEST_P(PythonModes, OpenAIThreadsModeIsAGrowingCacheKeyedOnGeneratedClasses) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, true);
     ScratchDir dir;
-    json report = trace_python(dir, py.python,
-                               {kPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests", "24"});
+    json report = trace(dir, {kPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests", "24"});
     auto caches = findings_of_kind(report, "cache_growth");
     ASSERT_EQ(caches.size(), 1u) << report["findings"].dump().substr(0, 2000);
     const json& cache = caches[0]["cache"];
@@ -54,6 +93,10 @@ TEST_P(PythonVersions, OpenAIThreadsModeIsAGrowingCacheKeyedOnGeneratedClasses) 
     EXPECT_TRUE(cache["maxsize"].is_null());
     EXPECT_GE(cache["entries_last"].get<int>() - cache["entries_first"].get<int>(), 40);  // 2 per request
     EXPECT_GT(cache["retained_bytes"].get<uint64_t>(), 1'000'000u);
+    if (sampled()) {
+        EXPECT_GE(cache["retained_samples"].get<uint64_t>(), 2u);
+        EXPECT_GT(cache["retained_bytes_stderr"].get<double>(), 0);
+    }
     EXPECT_TRUE(has_frame(cache["inserted_from"], "_validate_non_model_type", "openai/_models.py"))
         << cache["inserted_from"].dump();
     bool generated = false;
@@ -102,36 +145,42 @@ TEST_P(PythonVersions, OpenAIThreadsModeWithoutPythonObjectHooksStillFindsTheCac
     EXPECT_LT(report["totals"]["allocations"].get<uint64_t>() * 3, full["totals"]["allocations"].get<uint64_t>());
 }
 
-TEST_P(PythonVersions, OpenAISingleThreadHasNoFinding) {
-    const PythonUnderTest& py = GetParam();
+TEST_P(PythonModes, OpenAISingleThreadHasNoFinding) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, true);
     ScratchDir dir;
-    json report = trace_python(dir, py.python,
-                               {kPrograms + "openai_repro/repro.py", "--mode", "single", "--requests", "30"});
+    json report = trace(dir, {kPrograms + "openai_repro/repro.py", "--mode", "single", "--requests", "30"});
     EXPECT_TRUE(report["findings"].empty()) << report["findings"].dump().substr(0, 2000);
     bool seen = false;
     for (const json& c : report["caches"]) seen |= c["name"] == "openai._models._CachedTypeAdapter";
     EXPECT_TRUE(seen) << "the cache is followed, and judged not to grow";
 }
 
-TEST_P(PythonVersions, StdlibCopyOfTheOpenAIPattern) {
-    const PythonUnderTest& py = GetParam();
+TEST_P(PythonModes, StdlibCopyOfTheOpenAIPattern) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    json report = trace_python(dir, py.python, {kPrograms + "lru_growth.py", "--requests", "400", "--interval", "0.01"});
+    // 400 paced requests, so that a loaded machine does not flatten the curves. Sampled: values
+    // with a 128 KiB buffer and classes holding 128 KiB, so that the stacks of the cache's
+    // entries and of the classes hold enough samples to be judged.
+    const int requests = 400;
+    std::vector<std::string> args{kPrograms + "lru_growth.py", "--requests", std::to_string(requests), "--interval", "0.01"};
+    if (sampled()) args.insert(args.end(), {"--buffer", "131072", "--class-payload", "131072"});
+    json report = trace(dir, args);
     auto caches = findings_of_kind(report, "cache_growth");
     ASSERT_EQ(caches.size(), 1u) << report["findings"].dump().substr(0, 2000);
     const json& cache = caches[0]["cache"];
     EXPECT_EQ(cache["name"], "__main__.adapter_for");
     EXPECT_EQ(cache["location"],
               kPrograms + "lru_growth.py:" + std::to_string(decoration_line(py, "lru_growth.py", "cache_created")));
-    EXPECT_EQ(cache["entries_last"].get<int>() - cache["entries_first"].get<int>(), 800);
+    EXPECT_EQ(cache["entries_last"].get<int>() - cache["entries_first"].get<int>(), 2 * requests);
     EXPECT_TRUE(has_frame(cache["inserted_from"], "handle_request", "lru_growth.py")) << cache["inserted_from"].dump();
     bool generated = false;
     for (const json& k : cache["key_types"]) {
         if (k["name"] == "__main__.ParsedMessage[Fact]") {
             generated = true;
-            EXPECT_EQ(k["distinct_classes"], 400) << k.dump();
+            EXPECT_EQ(k["distinct_classes"], requests) << k.dump();
+            EXPECT_EQ(k["live_classes"], requests) << k.dump();
         }
     }
     EXPECT_TRUE(generated) << cache["key_types"].dump();
@@ -155,16 +204,19 @@ TEST_P(PythonVersions, StdlibCopyOfTheOpenAIPattern) {
 // A traced Python that execs another: the agent's start-up folder is off PYTHONPATH in the
 // first (the program sees its own environment) and back for the exec'd interpreter, whose
 // trace then holds its cache.
-TEST_P(PythonVersions, AnExecdInterpreterGetsTheAgentBack) {
-    const PythonUnderTest& py = GetParam();
+TEST_P(PythonModes, AnExecdInterpreterGetsTheAgentBack) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
     std::string trace = dir / "first.gtrace";
-    ProcessResult r = growtrace({"run", "-o", trace, "--", py.python, kPrograms + "exec_python.py", "--requests", "60"},
-                                {.cwd = dir.path().string(), .env = {{"PYTHONPATH", "/nonexistent/own"}}});
+    std::vector<std::string> args{"run"};
+    for (const std::string& o : mode_options(std::get<1>(GetParam()))) args.push_back(o);
+    args.insert(args.end(), {"-o", trace, "--", py.python, kPrograms + "exec_python.py", "--requests", "60"});
+    ProcessResult r = growtrace(args, {.cwd = dir.path().string(), .env = {{"PYTHONPATH", "/nonexistent/own"}}});
     ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
     EXPECT_NE(r.out.find("exec_python: PYTHONPATH='/nonexistent/own'"), std::string::npos) << r.out;
     json report = analyze_json(dir, dir / "first.exec1.gtrace");
+    EXPECT_EQ(report["sampling"]["mean_bytes"], sampled() ? 524288 : 0) << "the exec'd image is traced the same way";
     auto caches = findings_of_kind(report, "cache_growth");
     ASSERT_EQ(caches.size(), 1u) << report["findings"].dump().substr(0, 2000);
     EXPECT_EQ(caches[0]["cache"]["name"], "__main__.adapter_for");
@@ -217,11 +269,11 @@ TEST_P(StackCapture, EveryIncrementalCaptureEqualsAFullWalk) {
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, StackCapture, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
-TEST_P(PythonVersions, BoundedLruFedEndlessKeysIsNotAFinding) {
-    const PythonUnderTest& py = GetParam();
+TEST_P(PythonModes, BoundedLruFedEndlessKeysIsNotAFinding) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    json report = trace_python(dir, py.python, {kPrograms + "bounded_lru.py"});
+    json report = trace(dir, {kPrograms + "bounded_lru.py"});
     EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty()) << report["findings"].dump().substr(0, 2000);
     bool seen = false;
     for (const json& c : report["caches"])
@@ -233,27 +285,27 @@ TEST_P(PythonVersions, BoundedLruFedEndlessKeysIsNotAFinding) {
     EXPECT_TRUE(seen) << report["caches"].dump().substr(0, 2000);
 }
 
-TEST_P(PythonVersions, UnboundedCacheOverFiniteKeysIsNotAFinding) {
-    const PythonUnderTest& py = GetParam();
+TEST_P(PythonModes, UnboundedCacheOverFiniteKeysIsNotAFinding) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    json report = trace_python(dir, py.python, {kPrograms + "finite_keys_cache.py"});
+    json report = trace(dir, {kPrograms + "finite_keys_cache.py"});
     EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty()) << report["findings"].dump().substr(0, 2000);
 }
 
-TEST_P(PythonVersions, StdlibCachesAtTheirLimitsAreNotFindings) {
-    const PythonUnderTest& py = GetParam();
+TEST_P(PythonModes, StdlibCachesAtTheirLimitsAreNotFindings) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    json report = trace_python(dir, py.python, {kPrograms + "re_typing_caches.py"});
+    json report = trace(dir, {kPrograms + "re_typing_caches.py"});
     EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty()) << report["findings"].dump().substr(0, 2000);
 }
 
-TEST_P(PythonVersions, GrowingDictIsUnboundedGrowthWithItsPythonFrames) {
-    const PythonUnderTest& py = GetParam();
+TEST_P(PythonModes, GrowingDictIsUnboundedGrowthWithItsPythonFrames) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    json report = trace_python(dir, py.python, {kPrograms + "growing_dict.py"});
+    json report = trace(dir, {kPrograms + "growing_dict.py"});
     EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty());
     bool found = false;
     for (const json& f : findings_of_kind(report, "unbounded_growth")) {
@@ -264,12 +316,21 @@ TEST_P(PythonVersions, GrowingDictIsUnboundedGrowthWithItsPythonFrames) {
     EXPECT_TRUE(found) << report["findings"].dump().substr(0, 3000);
 }
 
-TEST_P(PythonVersions, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
-    const PythonUnderTest& py = GetParam();
+// Sampled, the class objects are seldom samples: the tracer follows their frees all the same,
+// so the classes are known dead and none piles up.
+TEST_P(PythonModes, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
+    const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    json report = trace_python(dir, py.python, {kPrograms + "types_churn.py"});
+    json report = trace(dir, {kPrograms + "types_churn.py"});
     EXPECT_TRUE(findings_of_kind(report, "duplicate_types").empty()) << report["findings"].dump().substr(0, 2000);
+    bool payload = false;
+    for (const json& t : report["types"]) {
+        if (t["name"] != "__main__.Payload") continue;
+        payload = true;
+        EXPECT_LE(t["live_at_end"].get<int>(), 200) << t.dump().substr(0, 500);
+    }
+    EXPECT_TRUE(payload) << report["types"].dump().substr(0, 2000);
 }
 
 // The frames the tracer records are the interpreter's own: frame_check.py allocates blocks of

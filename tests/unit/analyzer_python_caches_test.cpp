@@ -3,6 +3,9 @@
 
 #include "analyzer/python_caches.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace growtrace {
 namespace {
 
@@ -145,6 +148,114 @@ TEST(PythonCaches, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
     EXPECT_FALSE(f.types[0].unbounded) << f.types[0].reason;
     EXPECT_EQ(f.types[0].created, 500u);
     EXPECT_EQ(f.types[0].live_at_end, 0u);
+}
+
+// --- sampled traces (issue #12) ---
+
+// In a sampled trace the allocations made while computing an entry are samples: the cache's
+// memory is their weights' sum (size / p each), with its standard error; a weightless record (a
+// class object followed for its free only) adds nothing. Insertions and entries stay exact.
+TEST(PythonCaches, SampledMissesGiveTheCacheAnEstimateOfItsMemory) {
+    constexpr uint64_t kPeriod = 512 * 1024;
+    PythonTracker t;
+    t.set_sample_period(kPeriod);
+    t.on_cache_create(cache(1, -1));
+    uint64_t seq = 0;
+    for (uint64_t i = 0; i < 100; ++i) {
+        CacheInsertRecord begin;
+        begin.tid = 1;
+        begin.ticks = i * kSecond / 25;
+        begin.cache_id = 1;
+        begin.insert_seq = i + 1;
+        begin.stack_id = 7;
+        begin.entries_before = i;
+        begin.key_desc = "(int,)";
+        t.on_cache_insert(begin);
+        if (i % 4 == 0) t.on_alloc_compact(AllocCompactEvent{1, begin.ticks + 1, 1000, 3, ++seq});  // a sample
+        t.on_alloc_compact(AllocCompactEvent{1, begin.ticks + 1, 0, 0, ++seq});  // weightless
+        CacheInsertRecord stored = begin;
+        stored.phase = CacheInsertRecord::Stored;
+        stored.ticks = begin.ticks + 2;
+        t.on_cache_insert(stored);
+    }
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    const CacheFinding& c = f.caches[0];
+    EXPECT_TRUE(c.unbounded) << c.reason;
+    EXPECT_EQ(c.insertions, 100u);
+    EXPECT_EQ(c.entries_last, 100u);
+    const double p = -std::expm1(-1000.0 / kPeriod);
+    EXPECT_EQ(c.retained_samples, 25u);
+    EXPECT_NEAR(static_cast<double>(c.retained_bytes), 25 * 1000 / p, 1);
+    EXPECT_NEAR(c.retained_bytes_stderr, std::sqrt(25 * (1 - p)) * 1000 / p, 1);
+    EXPECT_NEAR(static_cast<double>(c.live_allocations), 25 / p, 1);
+    EXPECT_EQ(t.live_cache_bytes(1, 3), c.retained_bytes);
+}
+
+// Entries keep rising, but no sample landed in the entries' memory: whether they hold 64 KB
+// cannot be told, and the cache says so instead of being called small.
+TEST(PythonCaches, GrowingCacheWithoutLiveSamplesIsUndetermined) {
+    PythonTracker t;
+    t.set_sample_period(512 * 1024);
+    t.on_cache_create(cache(1, -1));
+    for (uint64_t i = 0; i < 100; ++i) {
+        CacheInsertRecord begin;
+        begin.tid = 1;
+        begin.ticks = i * kSecond / 25;
+        begin.cache_id = 1;
+        begin.insert_seq = i + 1;
+        begin.entries_before = i;
+        t.on_cache_insert(begin);
+        CacheInsertRecord stored = begin;
+        stored.phase = CacheInsertRecord::Stored;
+        t.on_cache_insert(stored);
+    }
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_FALSE(f.caches[0].unbounded);
+    EXPECT_TRUE(f.caches[0].undetermined);
+    EXPECT_NE(f.caches[0].reason.find("too thinly sampled"), std::string::npos) << f.caches[0].reason;
+    // In a full trace the same cache holds nothing: not a finding, and not undetermined.
+    PythonTracker full;
+    full.on_cache_create(cache(1, -1));
+    for (uint64_t i = 0; i < 100; ++i) {
+        CacheInsertRecord begin;
+        begin.tid = 1;
+        begin.ticks = i * kSecond / 25;
+        begin.cache_id = 1;
+        begin.insert_seq = i + 1;
+        begin.entries_before = i;
+        full.on_cache_insert(begin);
+    }
+    PythonFindings ff = full.finish(seconds, 4.0);
+    EXPECT_FALSE(ff.caches[0].undetermined);
+    EXPECT_NE(ff.caches[0].reason.find("holds only"), std::string::npos) << ff.caches[0].reason;
+}
+
+// A busy cache over a long run: its entry-count series is thinned, not kept point by point,
+// and still gives the right first and last counts.
+TEST(PythonCaches, LongRunKeepsTheEntrySeriesBounded) {
+    PythonTracker t;
+    t.on_cache_create(cache(1, 128));
+    for (uint64_t i = 0; i < 200000; ++i) {
+        CacheInsertRecord begin;
+        begin.tid = 1 + i % 7;
+        begin.ticks = i * 1000;
+        begin.cache_id = 1;
+        begin.insert_seq = i + 1;
+        begin.entries_before = std::min<uint64_t>(i, 128);
+        t.on_cache_insert(begin);
+        CacheInsertRecord stored = begin;
+        stored.phase = CacheInsertRecord::Stored;
+        stored.ticks = begin.ticks + 1;
+        t.on_cache_insert(stored);
+    }
+    PythonFindings f = t.finish(seconds, 0.2);
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_LE(f.caches[0].entries_over_time.size(), 8200u);
+    EXPECT_EQ(f.caches[0].entries_first, 0u);
+    EXPECT_EQ(f.caches[0].entries_last, 129u);
+    EXPECT_EQ(f.caches[0].insertions, 200000u);
 }
 
 }  // namespace

@@ -11,15 +11,16 @@ namespace growtrace::preload {
 
 __thread uint64_t t_sample_countdown __attribute__((tls_model("initial-exec"))) = 0;
 std::atomic<uint64_t> g_sample_period{0};
-std::atomic<std::atomic<uint8_t>*> g_sample_filter{nullptr};
+std::atomic<uintptr_t> g_sample_filter{0};
 
 namespace {
 
 // The thread's generator state; 0 = not seeded yet.
 __thread uint64_t t_sample_rng __attribute__((tls_model("initial-exec"))) = 0;
 
-constexpr size_t kFilterSize = size_t{1} << kSampleFilterLog2;
 constexpr uint8_t kSticky = 255;
+// The filter grows when live samples exceed its size / kFilterLoad (false hits about 1 in 32).
+constexpr size_t kFilterLoad = 32;
 constexpr size_t kMinTableCapacity = 4096;
 // Distances are capped so that the countdown arithmetic can never wrap.
 constexpr uint64_t kMaxDistance = uint64_t{1} << 62;
@@ -53,7 +54,8 @@ struct SpinLock {
 };
 
 SpinLock g_lock;
-std::atomic<uint8_t>* g_filter_memory = nullptr;  // mapped once, kept for the process's life
+std::atomic<uint8_t>* g_filter_memory = nullptr;  // the current filter; replaced ones are kept
+unsigned g_filter_log2 = 0;
 uint64_t* g_slots = nullptr;                      // 0 = empty
 size_t g_mask = 0;
 size_t g_size = 0;
@@ -109,20 +111,42 @@ void erase_locked(size_t i) {
     --g_size;
 }
 
-void filter_add(uint64_t addr) {
-    std::atomic<uint8_t>& c = g_filter_memory[sample_filter_index(addr)];
+void count_in(std::atomic<uint8_t>* filter, unsigned log2, uint64_t addr) {
+    std::atomic<uint8_t>& c = filter[sample_filter_index(addr, log2)];
     uint8_t v = c.load(std::memory_order_relaxed);
     if (v != kSticky) c.store(static_cast<uint8_t>(v + 1), std::memory_order_relaxed);
 }
 
+void filter_add(uint64_t addr) { count_in(g_filter_memory, g_filter_log2, addr); }
+
 void filter_remove(uint64_t addr) {
-    std::atomic<uint8_t>& c = g_filter_memory[sample_filter_index(addr)];
+    std::atomic<uint8_t>& c = g_filter_memory[sample_filter_index(addr, g_filter_log2)];
     uint8_t v = c.load(std::memory_order_relaxed);
     if (v != kSticky && v != 0) c.store(static_cast<uint8_t>(v - 1), std::memory_order_relaxed);
 }
 
+void publish_filter(bool sampling) {
+    g_sample_filter.store(sampling && g_filter_memory ? reinterpret_cast<uintptr_t>(g_filter_memory) | g_filter_log2 : 0,
+                          std::memory_order_release);
+}
+
+// A filter four times larger, counting every live sample, replaces the current one, which
+// stays mapped: a free may have loaded it just before. It never loses a count (nothing is
+// removed from it any more), so a free reading it can only be sent to the table needlessly.
+void grow_filter_locked() {
+    if (g_filter_log2 >= kSampleFilterMaxLog2 || g_size < (size_t{1} << g_filter_log2) / kFilterLoad) return;
+    const unsigned log2 = g_filter_log2 + 2 > kSampleFilterMaxLog2 ? kSampleFilterMaxLog2 : g_filter_log2 + 2;
+    auto* bigger = map_zeroed<std::atomic<uint8_t>>(size_t{1} << log2);
+    if (!bigger) return;  // the current one stays: slower for frees, still exact
+    for (size_t i = 0; g_slots && i <= g_mask; ++i)
+        if (g_slots[i]) count_in(bigger, log2, g_slots[i]);
+    g_filter_memory = bigger;
+    g_filter_log2 = log2;
+    publish_filter(true);
+}
+
 void clear_locked() {
-    if (g_filter_memory) memset(static_cast<void*>(g_filter_memory), 0, kFilterSize);
+    if (g_filter_memory) memset(static_cast<void*>(g_filter_memory), 0, size_t{1} << g_filter_log2);
     if (g_slots) {
         munmap(g_slots, (g_mask + 1) * sizeof(uint64_t));
         g_slots = nullptr;
@@ -204,6 +228,7 @@ bool live_samples_insert(uint64_t addr) {
             place(g_slots, g_mask, addr);
             ++g_size;
             filter_add(addr);
+            grow_filter_locked();
         }
     }
     g_lock.unlock();
@@ -231,6 +256,20 @@ bool live_samples_contains(uint64_t addr) {
     return found;
 }
 
+size_t sample_filter_bucket(uint64_t addr) {
+    g_lock.lock();
+    size_t b = g_filter_memory ? sample_filter_index(addr, g_filter_log2) : 0;
+    g_lock.unlock();
+    return b;
+}
+
+unsigned sample_filter_log2() {
+    g_lock.lock();
+    unsigned log2 = g_filter_memory ? g_filter_log2 : 0;
+    g_lock.unlock();
+    return log2;
+}
+
 uint64_t live_samples_count() {
     g_lock.lock();
     uint64_t n = g_size;
@@ -241,10 +280,13 @@ uint64_t live_samples_count() {
 bool sampler_configure(uint64_t period) {
     g_lock.lock();
     clear_locked();
-    if (period && !g_filter_memory) g_filter_memory = map_zeroed<std::atomic<uint8_t>>(kFilterSize);
+    if (period && !g_filter_memory) {
+        g_filter_memory = map_zeroed<std::atomic<uint8_t>>(size_t{1} << kSampleFilterMinLog2);
+        g_filter_log2 = kSampleFilterMinLog2;
+    }
     bool ok = period == 0 || g_filter_memory;
     if (!ok) period = 0;
-    g_sample_filter.store(period ? g_filter_memory : nullptr, std::memory_order_relaxed);
+    publish_filter(period != 0);
     g_sample_period.store(period, std::memory_order_relaxed);
     g_lock.unlock();
     return ok;

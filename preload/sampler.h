@@ -17,7 +17,10 @@
 // bucket, the number of live samples whose address hashes there). A free whose bucket is zero
 // cannot be a sample: one load, no lock. A counter that reaches 255 stays there (it may then
 // claim a block that is not a sample; the exact table answers), so the filter never misses a
-// live sample.
+// live sample. Every free loads a counter at a random place, so the filter starts small enough
+// to stay in the L1 cache (16 KiB) and grows fourfold, up to 4 MiB, whenever the live samples
+// would make more than 1 free in 32 a false hit; a filter replaced that way is kept (a free may
+// still be reading it) and only ever claims too much.
 //
 // In full mode (period 0) nothing here is used: the TLS countdown stays 0, so the first test
 // of the hooks fails and they go on as before.
@@ -33,10 +36,12 @@ namespace growtrace::preload {
 extern __thread uint64_t t_sample_countdown __attribute__((tls_model("initial-exec")));
 // Mean bytes between samples; 0 = full tracing (every allocation recorded).
 extern std::atomic<uint64_t> g_sample_period;
-// The counting filter; null in full mode.
-extern std::atomic<std::atomic<uint8_t>*> g_sample_filter;
+// The counting filter, null in full mode: the address of its counters (64-byte aligned) with
+// the log2 of their number in the low 6 bits, so that one load gives both.
+extern std::atomic<uintptr_t> g_sample_filter;
 
-inline constexpr unsigned kSampleFilterLog2 = 18;  // 256 KiB of counters
+inline constexpr unsigned kSampleFilterMinLog2 = 14;  // 16 KiB of counters
+inline constexpr unsigned kSampleFilterMaxLog2 = 22;  // 4 MiB
 
 inline uint64_t sample_period() { return g_sample_period.load(std::memory_order_relaxed); }
 inline bool sampling_enabled() { return sample_period() != 0; }
@@ -58,17 +63,26 @@ inline bool sample_skip(size_t size) {
 // again, from the block's end).
 bool sample_take(size_t size);
 
-inline size_t sample_filter_index(uint64_t addr) {
-    return static_cast<size_t>(((addr >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - kSampleFilterLog2));
+// A page of memory maps to one 64-byte line of counters (a hash of the page picks the line, the
+// block's 16-byte granule within 1 KiB its counter): the frees a program makes go to the pages
+// it works on, so the counters they read are a few lines that stay in the L1 cache.
+inline size_t sample_filter_index(uint64_t addr, unsigned log2) {
+    const uint64_t line = ((addr >> 12) * 0x9E3779B97F4A7C15ull) >> (64 - (log2 - 6));
+    return static_cast<size_t>((line << 6) | ((addr >> 4) & 63));
 }
 
 // False when the block at `ptr` is certainly not a live sample (sampled mode, its filter
 // bucket is empty); true otherwise, and always in full mode.
 inline bool sample_maybe_live(const void* ptr) {
-    std::atomic<uint8_t>* filter = g_sample_filter.load(std::memory_order_relaxed);
+    const uintptr_t filter = g_sample_filter.load(std::memory_order_acquire);
     if (!filter) return true;
-    return filter[sample_filter_index(reinterpret_cast<uint64_t>(ptr))].load(std::memory_order_relaxed) != 0;
+    const auto* counters = reinterpret_cast<const std::atomic<uint8_t>*>(filter & ~uintptr_t{63});
+    return counters[sample_filter_index(reinterpret_cast<uint64_t>(ptr), filter & 63)].load(std::memory_order_relaxed) != 0;
 }
+
+// For the tests: the filter bucket of an address now, and the filter's log2 size (0: none).
+size_t sample_filter_bucket(uint64_t addr);
+unsigned sample_filter_log2();
 
 // The set of live samples (sampled mode). Inserting an address already there does nothing.
 // Insert returns false when the table cannot grow (out of memory): the block is then not

@@ -165,6 +165,43 @@ TEST_F(SamplerTest, PythonHookCountsABlockOnce) {
     EXPECT_GE(t_sample_countdown, 1u) << "drawn again from the block's end";
 }
 
+// The filter starts at 16 KiB (it is read by every free) and grows fourfold once the live
+// samples would make more than 1 free in 32 a false hit; samples inserted before, during and
+// after each growth are all still found, and frees of other blocks mostly ruled out.
+TEST_F(SamplerTest, FilterGrowsWithTheLiveSamplesAndKeepsThemAll) {
+    ASSERT_TRUE(sampler_configure(512 * 1024));
+    const unsigned first_log2 = sample_filter_log2();  // a grown filter is kept for a later trace
+    EXPECT_GE(first_log2, kSampleFilterMinLog2);
+    std::mt19937_64 rng(11);
+    std::vector<uint64_t> live;
+    unsigned last_log2 = sample_filter_log2();
+    int growths = 0;
+    while (live.size() < 20000) {
+        uint64_t addr = (rng() & 0x7fffffffff0ull) | 0x20;
+        if (!live_samples_contains(addr)) {
+            ASSERT_TRUE(live_samples_insert(addr));
+            live.push_back(addr);
+        }
+        if (sample_filter_log2() != last_log2) {
+            ++growths;
+            last_log2 = sample_filter_log2();
+            EXPECT_GE(live.size(), (size_t{1} << (last_log2 - 2)) / 32) << "grew too early";
+            for (uint64_t a : live) ASSERT_TRUE(sample_maybe_live(reinterpret_cast<void*>(a)));
+        }
+    }
+    EXPECT_GE(sample_filter_log2(), 20u) << "20,000 live samples need 1 MiB of counters";
+    if (first_log2 == kSampleFilterMinLog2) {
+        EXPECT_EQ(growths, 3) << "16 KiB -> 64 KiB -> 256 KiB -> 1 MiB";
+    }
+    for (uint64_t a : live) ASSERT_TRUE(sample_maybe_live(reinterpret_cast<void*>(a)));
+    int false_hits = 0;
+    for (int i = 0; i < 100000; ++i) false_hits += sample_maybe_live(reinterpret_cast<void*>((rng() & 0x7fffffffff0ull) | 0x8));
+    EXPECT_LT(false_hits, 100000 / 32 + 1000);
+    // Full mode again: no filter.
+    ASSERT_TRUE(sampler_configure(0));
+    EXPECT_TRUE(sample_maybe_live(reinterpret_cast<void*>(0x1234)));
+}
+
 // The free hook asks sample_maybe_live first: it must never say no for a live sample, also
 // once many samples share a filter bucket (counters saturate and stay), and the exact table
 // then tells them apart.
@@ -178,11 +215,17 @@ TEST_F(SamplerTest, FilterNeverMissesALiveSample) {
             ASSERT_TRUE(live_samples_insert(addr));
         }
     }
+    EXPECT_EQ(sample_filter_log2(), kSampleFilterMaxLog2) << "50,000 live samples: the filter grew to its largest";
     // 300 samples in one bucket: its counter saturates.
-    const size_t bucket = sample_filter_index(0x5550000);
+    const unsigned log2 = sample_filter_log2();
+    const size_t bucket = sample_filter_bucket(0x5550000);
+    ASSERT_EQ(bucket, sample_filter_index(0x5550000, log2));
     std::vector<uint64_t> same;
-    for (uint64_t a = 0x10; same.size() < 300; a += 16)
-        if (sample_filter_index(a) == bucket && !live.count(a)) same.push_back(a);
+    for (uint64_t page = 1; same.size() < 300; ++page) {  // pages whose counters share the line
+        const uint64_t a = (page << 12) | (0x5550000 & 0x3f0);
+        for (uint64_t alias = 0; alias < 4096; alias += 1024)
+            if (sample_filter_index(a + alias, log2) == bucket && !live.count(a + alias)) same.push_back(a + alias);
+    }
     for (uint64_t a : same) {
         ASSERT_TRUE(live_samples_insert(a));
         live.insert(a);

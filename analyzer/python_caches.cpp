@@ -255,20 +255,26 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
     // The class at an address when a key held it: the latest one created before; failing
     // that the first reported after, since a garbage-collector scan (the static build's
     // source) reports a class at the next collection, after it may already be in a key.
+    // Each address's classes in creation order (ticks, then file order): a key's class is then
+    // found by binary search (a long run reuses addresses for thousands of classes, and looks
+    // up a key's classes for every miss of every cache).
+    for (auto& [address, indices] : types_by_address_)
+        std::stable_sort(indices.begin(), indices.end(),
+                         [&](size_t a, size_t b) { return types_[a].info.ticks < types_[b].info.ticks; });
     auto class_at = [&](uint64_t address, uint64_t ticks) -> const ClassRecord* {
         auto it = types_by_address_.find(address);
         if (it == types_by_address_.end()) return nullptr;
-        const ClassRecord* before = nullptr;
-        const ClassRecord* after = nullptr;
-        for (size_t i : it->second) {
-            const ClassRecord& c = types_[i];
-            if (c.info.ticks <= ticks) {
-                if (!before || c.info.ticks > before->info.ticks) before = &c;
-            } else if (!after || c.info.ticks < after->info.ticks) {
-                after = &c;
-            }
+        const std::vector<size_t>& v = it->second;
+        auto by_ticks = [&](uint64_t t, size_t i) { return t < types_[i].info.ticks; };
+        auto next = std::upper_bound(v.begin(), v.end(), ticks, by_ticks);
+        if (next != v.begin()) {
+            // The latest at or before: the first of those created at that same tick.
+            const uint64_t latest = types_[*std::prev(next)].info.ticks;
+            auto first = std::lower_bound(v.begin(), next, latest,
+                                          [&](size_t i, uint64_t t) { return types_[i].info.ticks < t; });
+            return &types_[*first];
         }
-        return before ? before : after;
+        return next != v.end() ? &types_[*next] : nullptr;
     };
 
     for (auto& [id, c] : caches_) {

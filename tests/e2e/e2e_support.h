@@ -128,6 +128,7 @@ enum class TraceMode { Full, Sampled };
 // growtrace run options of a mode.
 std::vector<std::string> mode_options(TraceMode mode);
 std::string mode_name(TraceMode mode);
+inline void PrintTo(TraceMode mode, std::ostream* os) { *os << mode_name(mode); }
 inline constexpr double kSampleBytes = 512 * 1024;
 
 // `growtrace analyze TRACE --json -o OUT` then parses OUT. Asserts the analysis succeeded.

@@ -25,11 +25,12 @@ CacheCreateRecord cache(uint64_t id, int64_t maxsize) {
     return r;
 }
 
-// One miss: begin, an allocation computed for the entry, stored.
-void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uint64_t entries_before,
-          uint64_t alloc_seq, std::vector<uint64_t> key_types = {}, const std::string& key_desc = "(int,)") {
+// The start of a miss (thread `tid`), as the tracker saw it.
+CacheInsertRecord miss_begin(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uint64_t entries_before,
+                             std::vector<uint64_t> key_types = {}, const std::string& key_desc = "(int,)",
+                             uint64_t tid = 1) {
     CacheInsertRecord begin;
-    begin.tid = 1;
+    begin.tid = tid;
     begin.ticks = ticks;
     begin.cache_id = cache_id;
     begin.insert_seq = seq;
@@ -38,11 +39,23 @@ void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uin
     begin.key_desc = key_desc;
     begin.key_type_addresses = std::move(key_types);
     t.on_cache_insert(begin);
-    t.on_alloc_compact(AllocCompactEvent{1, ticks + 1, 1000, 3, alloc_seq});
+    return begin;
+}
+
+// The end of that miss: its value stored at `ticks`.
+void miss_stored(PythonTracker& t, const CacheInsertRecord& begin, uint64_t ticks) {
     CacheInsertRecord stored = begin;
     stored.phase = CacheInsertRecord::Stored;
-    stored.ticks = ticks + 2;
+    stored.ticks = ticks;
     t.on_cache_insert(stored);
+}
+
+// One miss: begin, an allocation computed for the entry, stored.
+void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uint64_t entries_before,
+          uint64_t alloc_seq, std::vector<uint64_t> key_types = {}, const std::string& key_desc = "(int,)") {
+    CacheInsertRecord begin = miss_begin(t, cache_id, seq, ticks, entries_before, std::move(key_types), key_desc);
+    t.on_alloc_compact(AllocCompactEvent{1, ticks + 1, 1000, 3, alloc_seq});
+    miss_stored(t, begin, ticks + 2);
 }
 
 TEST(PythonCaches, CacheFilledThroughoutTheRunIsAFindingWithItsMemoryAndKeyTypes) {
@@ -162,21 +175,10 @@ TEST(PythonCaches, SampledMissesGiveTheCacheAnEstimateOfItsMemory) {
     t.on_cache_create(cache(1, -1));
     uint64_t seq = 0;
     for (uint64_t i = 0; i < 100; ++i) {
-        CacheInsertRecord begin;
-        begin.tid = 1;
-        begin.ticks = i * kSecond / 25;
-        begin.cache_id = 1;
-        begin.insert_seq = i + 1;
-        begin.stack_id = 7;
-        begin.entries_before = i;
-        begin.key_desc = "(int,)";
-        t.on_cache_insert(begin);
+        CacheInsertRecord begin = miss_begin(t, 1, i + 1, i * kSecond / 25, i);
         if (i % 4 == 0) t.on_alloc_compact(AllocCompactEvent{1, begin.ticks + 1, 1000, 3, ++seq});  // a sample
         t.on_alloc_compact(AllocCompactEvent{1, begin.ticks + 1, 0, 0, ++seq});  // weightless
-        CacheInsertRecord stored = begin;
-        stored.phase = CacheInsertRecord::Stored;
-        stored.ticks = begin.ticks + 2;
-        t.on_cache_insert(stored);
+        miss_stored(t, begin, begin.ticks + 2);
     }
     PythonFindings f = t.finish(seconds, 4.0);
     ASSERT_EQ(f.caches.size(), 1u);
@@ -199,16 +201,8 @@ TEST(PythonCaches, GrowingCacheWithoutLiveSamplesIsUndetermined) {
     t.set_sample_period(512 * 1024);
     t.on_cache_create(cache(1, -1));
     for (uint64_t i = 0; i < 100; ++i) {
-        CacheInsertRecord begin;
-        begin.tid = 1;
-        begin.ticks = i * kSecond / 25;
-        begin.cache_id = 1;
-        begin.insert_seq = i + 1;
-        begin.entries_before = i;
-        t.on_cache_insert(begin);
-        CacheInsertRecord stored = begin;
-        stored.phase = CacheInsertRecord::Stored;
-        t.on_cache_insert(stored);
+        CacheInsertRecord begin = miss_begin(t, 1, i + 1, i * kSecond / 25, i);
+        miss_stored(t, begin, begin.ticks);
     }
     PythonFindings f = t.finish(seconds, 4.0);
     ASSERT_EQ(f.caches.size(), 1u);
@@ -219,13 +213,7 @@ TEST(PythonCaches, GrowingCacheWithoutLiveSamplesIsUndetermined) {
     PythonTracker full;
     full.on_cache_create(cache(1, -1));
     for (uint64_t i = 0; i < 100; ++i) {
-        CacheInsertRecord begin;
-        begin.tid = 1;
-        begin.ticks = i * kSecond / 25;
-        begin.cache_id = 1;
-        begin.insert_seq = i + 1;
-        begin.entries_before = i;
-        full.on_cache_insert(begin);
+        miss_begin(full, 1, i + 1, i * kSecond / 25, i);
     }
     PythonFindings ff = full.finish(seconds, 4.0);
     EXPECT_FALSE(ff.caches[0].undetermined);
@@ -238,17 +226,8 @@ TEST(PythonCaches, LongRunKeepsTheEntrySeriesBounded) {
     PythonTracker t;
     t.on_cache_create(cache(1, 128));
     for (uint64_t i = 0; i < 200000; ++i) {
-        CacheInsertRecord begin;
-        begin.tid = 1 + i % 7;
-        begin.ticks = i * 1000;
-        begin.cache_id = 1;
-        begin.insert_seq = i + 1;
-        begin.entries_before = std::min<uint64_t>(i, 128);
-        t.on_cache_insert(begin);
-        CacheInsertRecord stored = begin;
-        stored.phase = CacheInsertRecord::Stored;
-        stored.ticks = begin.ticks + 1;
-        t.on_cache_insert(stored);
+        CacheInsertRecord begin = miss_begin(t, 1, i + 1, i * 1000, std::min<uint64_t>(i, 128), {}, "(int,)", 1 + i % 7);
+        miss_stored(t, begin, begin.ticks + 1);
     }
     PythonFindings f = t.finish(seconds, 0.2);
     ASSERT_EQ(f.caches.size(), 1u);

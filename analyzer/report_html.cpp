@@ -43,7 +43,8 @@ std::string html_page(std::string_view title, std::string_view json_text) {
     constexpr std::string_view kOpen = "@@GROWTRACE_", kClose = "@@";
     const std::string_view page = report_assets::kReportPage;
     std::string out;
-    out.reserve(page.size() + report_assets::kReportStyle.size() + report_assets::kReportScript.size() +
+    out.reserve(page.size() + report_assets::kReportStyle.size() + report_assets::kReportFormatScript.size() +
+                report_assets::kReportScript.size() +
                 json_text.size() + 256);
     size_t at = 0;
     for (size_t open = page.find(kOpen); open != std::string_view::npos; open = page.find(kOpen, at)) {
@@ -54,6 +55,7 @@ std::string html_page(std::string_view title, std::string_view json_text) {
         if (name == "TITLE") out += html_escape(title);
         else if (name == "DATA") out += json_for_script(std::string(json_text));
         else if (name == "STYLE") out.append(report_assets::kReportStyle);
+        else if (name == "FORMAT_SCRIPT") out.append(report_assets::kReportFormatScript);
         else if (name == "SCRIPT") out.append(report_assets::kReportScript);
         else out.append(page.substr(open, close + kClose.size() - open));
         at = close + kClose.size();

@@ -575,6 +575,7 @@ AnalysisResult analyze_trace(const std::string& path) {
 
     out.timeline = build_timeline(r, c, window_s);
     add_python_findings(out, c, symbolizer);
+    out.root_causes = find_root_causes(out);
 
     if (!out.ended_cleanly)
         out.warnings.push_back(c.execed ? "trace ends where the process exec'd another program (traced to a file of its own)"

@@ -10,6 +10,7 @@
 #include "analyzer/growth_classifier.h"
 #include "analyzer/python_caches.h"
 #include "analyzer/retention.h"
+#include "analyzer/root_causes.h"
 #include "analyzer/symbolizer.h"
 
 namespace growtrace {
@@ -78,6 +79,8 @@ struct AnalysisResult {
     std::vector<CacheReport> caches;          // the other caches that were filled during the run
     std::vector<TypeReport> type_findings;    // JSON kind duplicate_types
     std::vector<TypeReport> types;            // other class names created many times
+    // Every finding above in exactly one root cause, as its root or as evidence.
+    std::vector<RootCause> root_causes;
     std::vector<TimelinePoint> timeline;
     std::vector<ChildTrace> children;
     std::vector<std::string> warnings;

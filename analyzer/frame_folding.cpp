@@ -9,8 +9,6 @@ namespace {
 // Interpreter frames kept below the innermost Python frame: enough to show what allocated.
 constexpr size_t kMaxAllocatorFrames = 4;
 
-bool is_python_frame(const Frame& f) { return f.module_path == "python"; }
-
 bool is_interpreter_frame(const Frame& f) {
     const std::string module = path_basename(f.module_path);
     return module.starts_with("libpython") || module.starts_with("python3");
@@ -19,6 +17,8 @@ bool is_interpreter_frame(const Frame& f) {
 bool is_cache_wrapper(const Frame& f) { return f.function.find("lru_cache") != std::string::npos; }
 
 }  // namespace
+
+bool is_python_frame(const Frame& f) { return f.module_path == "python"; }
 
 std::vector<Frame> fold_interpreter_frames(const std::vector<Frame>& frames) {
     auto first_python = std::find_if(frames.begin(), frames.end(), is_python_frame);

@@ -13,6 +13,9 @@
 
 namespace growtrace {
 
+// A frame of Python code (the agent's frames carry the module name "python").
+bool is_python_frame(const Frame& f);
+
 // Innermost first, as recorded. Stacks without Python frames are left as they are.
 std::vector<Frame> fold_interpreter_frames(const std::vector<Frame>& frames);
 

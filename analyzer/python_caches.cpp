@@ -367,7 +367,11 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
     }
     std::sort(out.caches.begin(), out.caches.end(), [](const CacheFinding& a, const CacheFinding& b) {
         if (a.unbounded != b.unbounded) return a.unbounded;
-        return a.retained_bytes > b.retained_bytes;
+        if (a.retained_bytes != b.retained_bytes) return a.retained_bytes > b.retained_bytes;
+        // At equal memory (often none seen in a sampled trace), the caches that could grow
+        // without limit come first, then the fuller ones: the report keeps only the first few.
+        if ((a.maxsize < 0) != (b.maxsize < 0)) return a.maxsize < 0;
+        return a.entries_last > b.entries_last;
     });
 
     // Classes by qualified name: how many stay alive over time.

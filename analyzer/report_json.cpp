@@ -144,6 +144,42 @@ json type_finding_json(const TypeReport& t) {
             {"type", type_json(t)}};
 }
 
+json root_cause_json(const AnalysisResult& r, size_t id, const RootCause& root) {
+    json members = json::array();
+    for (const RootCauseMember& m : root.members)
+        members.push_back({{"finding", finding_id(r, m.finding)}, {"relation", relation_name(m.relation)}});
+    return {{"id", id},
+            {"finding", finding_id(r, root.root)},
+            {"kind", finding_kind_name(root.root.kind)},
+            {"title", root.title},
+            {"summary", root.summary},
+            {"remedy", root.remedy},
+            {"retained_bytes", root.retained_bytes},
+            {"growth_bytes_per_s", root.growth_bytes_per_s},
+            {"members", members}};
+}
+
+// Root causes, and on each finding its id, its root cause and whether it is that root or
+// evidence of it: added fields, so readers of the flat list see nothing change.
+void add_root_causes(json& doc, const AnalysisResult& r) {
+    json& findings = doc["findings"];
+    for (size_t i = 0; i < findings.size(); ++i) findings[i]["id"] = i + 1;
+    doc["root_causes"] = json::array();
+    for (size_t i = 0; i < r.root_causes.size(); ++i) {
+        const RootCause& root = r.root_causes[i];
+        const size_t id = i + 1;
+        doc["root_causes"].push_back(root_cause_json(r, id, root));
+        json& rooted = findings[finding_id(r, root.root) - 1];
+        rooted["root_cause"] = id;
+        rooted["role"] = "root";
+        for (const RootCauseMember& m : root.members) {
+            json& member = findings[finding_id(r, m.finding) - 1];
+            member["root_cause"] = id;
+            member["role"] = "evidence";
+        }
+    }
+}
+
 }  // namespace
 
 json report_json(const AnalysisResult& r) {
@@ -170,6 +206,7 @@ json report_json(const AnalysisResult& r) {
     for (const auto& c : r.cache_findings) doc["findings"].push_back(cache_finding_json(c));
     for (const auto& t : r.type_findings) doc["findings"].push_back(type_finding_json(t));
     for (const auto& g : r.findings) doc["findings"].push_back(finding_json(g));
+    add_root_causes(doc, r);
     doc["caches"] = json::array();
     for (const auto& c : r.caches) doc["caches"].push_back(cache_json(c));
     doc["types"] = json::array();

@@ -88,25 +88,62 @@ void write_cache_finding(size_t number, const CacheReport& c, bool sampled, std:
     write_frames(c.inserted_from, out);
 }
 
-// The growing stacks that only hold this cache's entries, in one line instead of one finding each.
-void write_explained_stacks(const CacheReport& c, const AnalysisResult& r, std::ostream& out) {
-    size_t count = 0;
-    uint64_t bytes = 0;
-    for (const GroupReport& g : r.findings) {
-        if (g.explained_by_cache != c.cache.name) continue;
-        ++count;
-        bytes += g.retained_bytes;
-    }
-    if (count)
-        out << fmt::format("    its entries are what {} more growing stack{} hold ({}); --json marks them explained_by_cache\n",
-                           count, count == 1 ? "" : "s", human_bytes(bytes));
-}
-
 void write_type_finding(size_t number, const TypeReport& t, std::ostream& out) {
     const TypeFinding& f = t.type;
     out << fmt::format("\n#{} class {} is created again and again: {} created, {} alive ({:.1f}/s since {:.1f} s), confidence {:.2f}; created from:\n",
                        number, f.name, f.created, f.live_at_end, f.created_per_s, f.started_at_s, f.confidence);
     write_frames(t.created_from, out);
+}
+
+void write_stack_finding(size_t number, const GroupReport& g, bool sampled, std::ostream& out) {
+    out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {}{} live allocations, confidence {:.2f}\n", number,
+                       bytes_figure(static_cast<double>(g.retained_bytes), g.retained_bytes_stderr, g.live_samples, sampled),
+                       human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s, sampled ? "about " : "",
+                       g.live_allocations, g.verdict.confidence);
+    write_frames(g.frames, out);
+}
+
+// The evidence folded under a root cause, a line per kind of relation: the classes one by one
+// (there are few), the stacks counted, with their memory.
+void write_evidence(const RootCause& root, const AnalysisResult& r, std::ostream& out) {
+    for (const RootCauseMember& m : root.members) {
+        if (m.finding.kind != FindingKind::Types) continue;
+        const TypeFinding& t = r.type_findings[m.finding.index].type;
+        out << fmt::format("    evidence ({}): classes named {} are created again and again: {} created, {} alive\n",
+                           m.relation == Relation::KeyClass ? "the keys' classes" : "made in the same call", t.name,
+                           t.created, t.live_at_end);
+    }
+    for (Relation relation : {Relation::HoldsEntries, Relation::SameCall}) {
+        size_t count = 0;
+        uint64_t bytes = 0;
+        const GroupReport* largest = nullptr;
+        for (const RootCauseMember& m : root.members) {
+            if (m.finding.kind != FindingKind::Stack || m.relation != relation) continue;
+            const GroupReport& g = r.findings[m.finding.index];
+            ++count;
+            bytes += g.retained_bytes;
+            if (!largest || g.retained_bytes > largest->retained_bytes) largest = &g;
+        }
+        if (!count) continue;
+        const std::string largest_at =
+            count == 1 ? fmt::format("allocated in {}", stack_place(largest->frames))
+                       : fmt::format("the largest {} allocated in {}", human_bytes(static_cast<double>(largest->retained_bytes)),
+                                     stack_place(largest->frames));
+        out << fmt::format("    evidence ({}): {} growing stack{} hold{} {}, {}\n",
+                           relation == Relation::HoldsEntries ? "its entries' memory" : "made in the same call", count,
+                           count == 1 ? "" : "s", count == 1 ? "s" : "", human_bytes(static_cast<double>(bytes)), largest_at);
+    }
+}
+
+void write_root_cause(size_t number, const RootCause& root, const AnalysisResult& r, std::ostream& out) {
+    const bool sampled = r.sample_period != 0;
+    switch (root.root.kind) {
+        case FindingKind::Cache: write_cache_finding(number, r.cache_findings[root.root.index], sampled, out); break;
+        case FindingKind::Types: write_type_finding(number, r.type_findings[root.root.index], out); break;
+        case FindingKind::Stack: write_stack_finding(number, r.findings[root.root.index], sampled, out); break;
+    }
+    out << fmt::format("    remedy: {}\n", root.remedy);
+    write_evidence(root, r, out);
 }
 
 void write_not_finding_caches(const AnalysisResult& r, std::ostream& out) {
@@ -134,31 +171,19 @@ void write_text_report(const AnalysisResult& r, std::ostream& out) {
         out << fmt::format("no unbounded growth found in {} (pid {}, {:.1f} s, {}{:.0f} allocations)\n", r.command, r.pid,
                            r.duration_s, sampled ? "about " : "", r.totals.allocations);
     } else {
-        out << fmt::format("{} unbounded growth finding{} in {} (pid {}, {:.1f} s)\n", total, total == 1 ? "" : "s",
-                           r.command, r.pid, r.duration_s);
+        const size_t roots = r.root_causes.size();
+        out << fmt::format("{} root cause{} of unbounded growth in {} (pid {}, {:.1f} s), from {} unbounded growth finding{}{}\n",
+                           roots, roots == 1 ? "" : "s", r.command, r.pid, r.duration_s, total, total == 1 ? "" : "s",
+                           roots == 1 ? ": " + r.root_causes.front().title : std::string());
     }
-    size_t number = 0;
-    for (const auto& c : r.cache_findings) {
-        write_cache_finding(++number, c, sampled, out);
-        write_explained_stacks(c, r, out);
-    }
-    for (const auto& t : r.type_findings) write_type_finding(++number, t, out);
-    std::vector<const GroupReport*> unexplained;
-    for (const GroupReport& g : r.findings)
-        if (g.explained_by_cache.empty()) unexplained.push_back(&g);
-    for (size_t i = 0; i < unexplained.size(); ++i) {
-        if (i == kMaxPrintedStackFindings) {
-            out << fmt::format("\n... and {} more growing stacks (growtrace analyze --json lists them all)\n",
-                               unexplained.size() - i);
+    size_t number = 0, stack_roots = 0;
+    for (const RootCause& root : r.root_causes) {
+        if (root.root.kind == FindingKind::Stack && stack_roots++ == kMaxPrintedStackFindings) {
+            out << fmt::format("\n... and {} more root causes in growing stacks (growtrace analyze --json lists them all)\n",
+                               r.root_causes.size() - number);
             break;
         }
-        const GroupReport& g = *unexplained[i];
-        out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {}{} live allocations, confidence {:.2f}\n",
-                           ++number,
-                           bytes_figure(static_cast<double>(g.retained_bytes), g.retained_bytes_stderr, g.live_samples, sampled),
-                           human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s, sampled ? "about " : "",
-                           g.live_allocations, g.verdict.confidence);
-        write_frames(g.frames, out);
+        write_root_cause(++number, root, r, out);
     }
     out << '\n';
     write_not_finding_caches(r, out);

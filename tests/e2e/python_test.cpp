@@ -114,6 +114,15 @@ TEST_P(PythonModes, OpenAIThreadsModeIsAGrowingCacheKeyedOnGeneratedClasses) {
             EXPECT_EQ(f["explained_by_cache"], "openai._models._CachedTypeAdapter");
         }
     }
+    // One cause, one root: the classes its keys miss on, the classes and stacks pydantic makes
+    // for them and the memory of its entries are all evidence under the cache.
+    ASSERT_EQ(report["root_causes"].size(), 1u) << report["root_causes"].dump().substr(0, 3000);
+    const json& root = report["root_causes"][0];
+    EXPECT_EQ(root["kind"], "cache_growth");
+    EXPECT_EQ(root["title"], "cache openai._models._CachedTypeAdapter keeps growing");
+    EXPECT_NE(root["remedy"].get<std::string>().find("re-created with the same name"), std::string::npos) << root["remedy"];
+    EXPECT_EQ(root["members"].size() + 1, report["findings"].size());
+    for (const json& f : report["findings"]) EXPECT_EQ(f["root_cause"], 1) << f.dump().substr(0, 1000);
 }
 
 // --no-python-objects leaves pymalloc unhooked (the fast mode, like memray without
@@ -151,6 +160,7 @@ TEST_P(PythonModes, OpenAISingleThreadHasNoFinding) {
     ScratchDir dir;
     json report = trace(dir, {kPrograms + "openai_repro/repro.py", "--mode", "single", "--requests", "30"});
     EXPECT_TRUE(report["findings"].empty()) << report["findings"].dump().substr(0, 2000);
+    EXPECT_TRUE(report["root_causes"].empty()) << report["root_causes"].dump().substr(0, 2000);
     bool seen = false;
     for (const json& c : report["caches"]) seen |= c["name"] == "openai._models._CachedTypeAdapter";
     EXPECT_TRUE(seen) << "the cache is followed, and judged not to grow";

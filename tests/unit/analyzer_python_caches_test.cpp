@@ -143,6 +143,31 @@ TEST(PythonCaches, CacheThatFillsAtStartThenOnlyHitsIsNotAFinding) {
     EXPECT_EQ(f.caches[0].entries_last, 256u);
 }
 
+// The report keeps only the first caches that are not findings: at equal memory (none here,
+// as in a sampled trace that caught none), a cache that could grow without limit comes first,
+// then the fuller ones.
+TEST(PythonCaches, CachesWithoutMemoryAreListedUnlimitedFirstThenFullest) {
+    PythonTracker t;
+    t.on_cache_create(cache(4, 128));
+    t.on_cache_create(cache(5, -1));
+    t.on_cache_create(cache(6, 128));
+    uint64_t seq = 0;
+    auto fill = [&](uint64_t id, uint64_t entries) {
+        for (uint64_t i = 0; i < entries; ++i) {
+            const uint64_t ticks = (++seq) * kSecond / 100;
+            miss_stored(t, miss_begin(t, id, seq, ticks, i), ticks + 1);
+        }
+    };
+    fill(6, 1);
+    fill(4, 3);
+    fill(5, 2);
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 3u);
+    EXPECT_EQ(f.caches[0].maxsize, -1);
+    EXPECT_EQ(f.caches[1].entries_last, 3u);
+    EXPECT_EQ(f.caches[2].entries_last, 1u);
+}
+
 TEST(PythonCaches, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
     PythonTracker t;
     for (uint64_t i = 0; i < 500; ++i) {

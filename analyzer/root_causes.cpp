@@ -1,0 +1,288 @@
+#include "analyzer/root_causes.h"
+
+#include <algorithm>
+#include <iterator>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "analyzer/analysis.h"
+#include "analyzer/frame_folding.h"
+#include "analyzer/units.h"
+
+namespace growtrace {
+
+namespace {
+
+bool same_frame(const Frame& a, const Frame& b) {
+    return a.function == b.function && a.file == b.file && a.line == b.line;
+}
+
+// Frames every request of a program runs through, which say nothing about what it does: a
+// module body, a thread's or a pool worker's start. Two stacks parting inside one of these are
+// two pieces of work, not one.
+bool is_entry_frame(const Frame& f) {
+    return f.function == "<module>" || f.file.ends_with("/threading.py") || f.file.ends_with("/concurrent/futures/thread.py") ||
+           f.file.ends_with("/multiprocessing/pool.py") || f.file.ends_with("/socketserver.py");
+}
+
+std::vector<Frame> python_frames(const std::vector<Frame>& frames) {
+    std::vector<Frame> out;
+    std::copy_if(frames.begin(), frames.end(), std::back_inserter(out), is_python_frame);
+    return out;
+}
+
+// Where a stack's memory comes from, for a person: the innermost Python frame, else the
+// innermost frame outside the C library and the allocators.
+const Frame* program_frame(const std::vector<Frame>& frames) {
+    for (const Frame& f : frames)
+        if (is_python_frame(f)) return &f;
+    for (const Frame& f : frames) {
+        const std::string module = path_basename(f.module_path);
+        const bool runtime = module.starts_with("libc.so") || module.starts_with("libstdc++") ||
+                             module.starts_with("libgrowtrace") || module.starts_with("ld-linux");
+        if (!runtime && !f.function.empty() && f.function != "??") return &f;
+    }
+    return frames.empty() ? nullptr : &frames.front();
+}
+
+std::string place_of(const Frame* f) {
+    if (!f) return "an unknown place";
+    if (f->file.empty()) return f->function;
+    return fmt::format("{} ({}:{})", f->function, path_basename(f->file), f->line);
+}
+
+// The stacks a root cause's work runs through: a finding made in the same call as any of them
+// is evidence of it.
+struct Anchors {
+    std::vector<const std::vector<Frame>*> stacks;
+    bool reaches(const std::vector<Frame>& frames) const {
+        return std::any_of(stacks.begin(), stacks.end(), [&](const auto* s) { return in_same_call(*s, frames); });
+    }
+};
+
+class TreeBuilder {
+public:
+    explicit TreeBuilder(const AnalysisResult& r)
+        : r_(r), type_taken_(r.type_findings.size(), false), stack_taken_(r.findings.size(), false) {}
+
+    std::vector<RootCause> build() {
+        for (size_t i = 0; i < r_.cache_findings.size(); ++i) add_cache_root(i);
+        for (size_t i = 0; i < r_.type_findings.size(); ++i)
+            if (!type_taken_[i]) add_type_root(i);
+        for (size_t i = 0; i < r_.findings.size(); ++i)
+            if (!stack_taken_[i]) add_stack_root(i);
+        for (RootCause& root : roots_) add_figures(root);
+        return std::move(roots_);
+    }
+
+private:
+    void take(RootCause& root, FindingRef f, Relation relation) {
+        (f.kind == FindingKind::Types ? type_taken_ : stack_taken_)[f.index] = true;
+        root.members.push_back({f, relation});
+    }
+
+    void add_cache_root(size_t index) {
+        const CacheReport& c = r_.cache_findings[index];
+        RootCause root;
+        root.root = {FindingKind::Cache, index};
+        Anchors anchors;
+        anchors.stacks.push_back(&c.inserted_from);
+        for (size_t t = 0; t < r_.type_findings.size(); ++t) {
+            if (type_taken_[t] || !is_key_class(c.cache, r_.type_findings[t].type.name)) continue;
+            take(root, {FindingKind::Types, t}, Relation::KeyClass);
+            anchors.stacks.push_back(&r_.type_findings[t].created_from);
+        }
+        for (size_t t = 0; t < r_.type_findings.size(); ++t) {
+            if (type_taken_[t] || !anchors.reaches(r_.type_findings[t].created_from)) continue;
+            take(root, {FindingKind::Types, t}, Relation::SameCall);
+            anchors.stacks.push_back(&r_.type_findings[t].created_from);
+        }
+        for (size_t g = 0; g < r_.findings.size(); ++g)
+            if (!stack_taken_[g] && r_.findings[g].explained_by_cache == c.cache.name)
+                take(root, {FindingKind::Stack, g}, Relation::HoldsEntries);
+        push(std::move(root), std::move(anchors));
+    }
+
+    void add_type_root(size_t index) {
+        RootCause root;
+        root.root = {FindingKind::Types, index};
+        type_taken_[index] = true;
+        Anchors anchors;
+        anchors.stacks.push_back(&r_.type_findings[index].created_from);
+        for (size_t t = index + 1; t < r_.type_findings.size(); ++t) {
+            if (type_taken_[t] || !anchors.reaches(r_.type_findings[t].created_from)) continue;
+            take(root, {FindingKind::Types, t}, Relation::SameCall);
+            anchors.stacks.push_back(&r_.type_findings[t].created_from);
+        }
+        push(std::move(root), std::move(anchors));
+    }
+
+    // Stacks nothing has claimed yet are offered to the cache and class roots first (in order),
+    // so that the class construction a cache's keys drag along is folded under the cache.
+    void add_stack_root(size_t index) {
+        for (size_t i = 0; i < roots_.size(); ++i) {
+            if (roots_[i].root.kind == FindingKind::Stack) break;
+            if (anchors_[i].reaches(r_.findings[index].frames)) {
+                take(roots_[i], {FindingKind::Stack, index}, Relation::SameCall);
+                return;
+            }
+        }
+        RootCause root;
+        root.root = {FindingKind::Stack, index};
+        stack_taken_[index] = true;
+        push(std::move(root), Anchors{});
+    }
+
+    void push(RootCause root, Anchors anchors) {
+        roots_.push_back(std::move(root));
+        anchors_.push_back(std::move(anchors));
+    }
+
+    static bool is_key_class(const CacheFinding& c, const std::string& name) {
+        return std::any_of(c.key_types.begin(), c.key_types.end(),
+                           [&](const CacheKeyType& k) { return k.name == name && k.distinct_classes >= 2; });
+    }
+
+    void add_figures(RootCause& root) const;
+
+    const AnalysisResult& r_;
+    std::vector<bool> type_taken_, stack_taken_;
+    std::vector<RootCause> roots_;
+    std::vector<Anchors> anchors_;
+};
+
+// The memory a root cause holds: its own, plus the stacks folded under it that its own figure
+// does not already count (a cache's figure already counts the stacks that hold its entries).
+void TreeBuilder::add_figures(RootCause& root) const {
+    double bytes = 0, slope = 0;
+    switch (root.root.kind) {
+        case FindingKind::Cache: {
+            const CacheFinding& c = r_.cache_findings[root.root.index].cache;
+            bytes = static_cast<double>(c.retained_bytes);
+            slope = c.growth_bytes_per_s;
+            break;
+        }
+        case FindingKind::Types: break;
+        case FindingKind::Stack: {
+            const GroupReport& g = r_.findings[root.root.index];
+            bytes = static_cast<double>(g.retained_bytes);
+            slope = g.verdict.slope_bytes_per_s;
+            break;
+        }
+    }
+    for (const RootCauseMember& m : root.members) {
+        if (m.finding.kind != FindingKind::Stack || m.relation == Relation::HoldsEntries) continue;
+        const GroupReport& g = r_.findings[m.finding.index];
+        bytes += static_cast<double>(g.retained_bytes);
+        slope += g.verdict.slope_bytes_per_s;
+    }
+    root.retained_bytes = static_cast<uint64_t>(std::max(0.0, bytes));
+    root.growth_bytes_per_s = slope;
+}
+
+const CacheKeyType* repeated_key_class(const CacheFinding& c) {
+    const CacheKeyType* best = nullptr;
+    for (const CacheKeyType& k : c.key_types)
+        if (k.distinct_classes >= 2 && (!best || k.distinct_classes > best->distinct_classes)) best = &k;
+    return best;
+}
+
+void describe_cache(RootCause& root, const CacheFinding& c) {
+    root.title = fmt::format("cache {} keeps growing", c.name);
+    root.summary = fmt::format("{} -> {} entries (+{:.1f}/s since {:.1f} s), holding {}", c.entries_first, c.entries_last,
+                               c.growth_entries_per_s, c.started_at_s, human_bytes(static_cast<double>(root.retained_bytes)));
+    if (const CacheKeyType* k = repeated_key_class(c)) {
+        const std::string alive = k->live_classes == k->distinct_classes ? "all alive" : fmt::format("{} alive", k->live_classes);
+        root.remedy = fmt::format(
+            "the keys are classes re-created with the same name ({}: {} distinct, {}): create the class once and reuse "
+            "it, key the cache on a stable identity, or bound the cache with maxsize",
+            k->name, k->distinct_classes, alive);
+    } else {
+        root.remedy = fmt::format(
+            "entries are never evicted (maxsize=None) and new keys keep coming ({} insertions): bound the cache with "
+            "maxsize, or key it on something that repeats",
+            c.insertions);
+    }
+}
+
+void describe_types(RootCause& root, const TypeFinding& t) {
+    root.title = fmt::format("classes named {} are created again and again", t.name);
+    root.summary = fmt::format("{} created, {} alive ({:.1f}/s since {:.1f} s)", t.created, t.live_at_end, t.created_per_s,
+                               t.started_at_s);
+    root.remedy = fmt::format(
+        "each call makes a new class named {} and something keeps them alive: create the class once and reuse it, or "
+        "find the container that holds the old ones (their creating stack is below)",
+        t.name);
+}
+
+void describe_stack(RootCause& root, const GroupReport& g) {
+    const std::string place = stack_place(g.frames);
+    root.title = fmt::format("memory allocated in {} keeps growing", place);
+    root.summary = fmt::format("{} retained, +{}/s since {:.1f} s, {} live allocations", human_bytes(static_cast<double>(g.retained_bytes)),
+                               human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s, g.live_allocations);
+    root.remedy = fmt::format(
+        "what {} allocates is kept and never freed while the work goes on: bound or evict the table, list or cache "
+        "that holds it",
+        place);
+}
+
+void describe(RootCause& root, const AnalysisResult& r) {
+    switch (root.root.kind) {
+        case FindingKind::Cache: describe_cache(root, r.cache_findings[root.root.index].cache); break;
+        case FindingKind::Types: describe_types(root, r.type_findings[root.root.index].type); break;
+        case FindingKind::Stack: describe_stack(root, r.findings[root.root.index]); break;
+    }
+}
+
+}  // namespace
+
+std::string stack_place(const std::vector<Frame>& frames) { return place_of(program_frame(frames)); }
+
+// Only Python frames are compared: native frames around them (a thread's start, which a stack
+// may or may not have recorded; the allocator below) say nothing about which call it was.
+bool in_same_call(const std::vector<Frame>& a_frames, const std::vector<Frame>& b_frames) {
+    const std::vector<Frame> a = python_frames(a_frames), b = python_frames(b_frames);
+    auto ia = a.rbegin(), ib = b.rbegin();
+    bool shared_work = false;
+    for (; ia != a.rend() && ib != b.rend() && same_frame(*ia, *ib); ++ia, ++ib)
+        if (!is_entry_frame(*ia)) shared_work = true;
+    if (ia == a.rend() || ib == b.rend()) return shared_work;
+    // Parted: inside one function (same function, other lines), which must be real work.
+    return ia->function == ib->function && ia->file == ib->file && !is_entry_frame(*ia);
+}
+
+std::vector<RootCause> find_root_causes(const AnalysisResult& r) {
+    std::vector<RootCause> roots = TreeBuilder(r).build();
+    for (RootCause& root : roots) describe(root, r);
+    return roots;
+}
+
+size_t finding_id(const AnalysisResult& r, FindingRef f) {
+    switch (f.kind) {
+        case FindingKind::Cache: return f.index + 1;
+        case FindingKind::Types: return r.cache_findings.size() + f.index + 1;
+        case FindingKind::Stack: return r.cache_findings.size() + r.type_findings.size() + f.index + 1;
+    }
+    return 0;
+}
+
+const char* relation_name(Relation relation) {
+    switch (relation) {
+        case Relation::KeyClass: return "key_class";
+        case Relation::HoldsEntries: return "holds_entries";
+        case Relation::SameCall: return "same_call";
+    }
+    return "?";
+}
+
+const char* finding_kind_name(FindingKind kind) {
+    switch (kind) {
+        case FindingKind::Cache: return "cache_growth";
+        case FindingKind::Types: return "duplicate_types";
+        case FindingKind::Stack: return "unbounded_growth";
+    }
+    return "?";
+}
+
+}  // namespace growtrace

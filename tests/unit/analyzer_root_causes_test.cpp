@@ -1,0 +1,222 @@
+// The root-cause tree: which findings are evidence of which, on hand-made analysis results
+// whose stacks mimic the openai reproduction (a request handler, a cache filled deep inside it,
+// classes made on the way) and programs with independent causes.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "analyzer/analysis.h"
+#include "analyzer/report_json.h"
+#include "analyzer/report_text.h"
+#include "analyzer/root_causes.h"
+
+namespace growtrace {
+namespace {
+
+Frame py(const std::string& function, const std::string& file, uint32_t line) {
+    return Frame{0, function, file, line, "python"};
+}
+
+Frame native(const std::string& function, const std::string& module = "/usr/lib/libc.so.6") {
+    return Frame{0x1000, function, "", 0, module};
+}
+
+// Innermost first, as the analyzer keeps them; `inner` is added on top of the handler's frames.
+std::vector<Frame> request_stack(std::vector<Frame> inner, bool with_thread_start = true) {
+    inner.push_back(py("handle", "/srv/app.py", 50));
+    inner.push_back(py("Thread.run", "/usr/lib/python3.11/threading.py", 982));
+    inner.push_back(py("Thread._bootstrap", "/usr/lib/python3.11/threading.py", 1002));
+    if (with_thread_start) inner.push_back(native("start_thread"));
+    return inner;
+}
+
+GroupReport growing_stack(std::vector<Frame> frames, uint64_t bytes, double slope = 1000) {
+    GroupReport g;
+    g.frames = std::move(frames);
+    g.retained_bytes = bytes;
+    g.verdict.cls = GrowthClass::Unbounded;
+    g.verdict.slope_bytes_per_s = slope;
+    return g;
+}
+
+TypeReport growing_types(const std::string& name, std::vector<Frame> created_from, uint64_t created = 30) {
+    TypeReport t;
+    t.type.name = name;
+    t.type.created = created;
+    t.type.live_at_end = created;
+    t.type.unbounded = true;
+    t.created_from = std::move(created_from);
+    return t;
+}
+
+// A cache filled at parse:81 whose keys are classes made at parse:82 (the same call of parse),
+// classes made at build:12 (the same call of handle, another line), its entries' memory, one
+// stack made in the same call, and a stack from another thread entry that has nothing to do
+// with it.
+AnalysisResult openai_like_result() {
+    AnalysisResult r;
+    CacheReport cache;
+    cache.cache.name = "app.adapter_for";
+    cache.cache.maxsize = -1;
+    cache.cache.unbounded = true;
+    cache.cache.entries_first = 0;
+    cache.cache.entries_last = 60;
+    cache.cache.insertions = 60;
+    cache.cache.retained_bytes = 10'000'000;
+    cache.cache.growth_bytes_per_s = 100'000;
+    cache.cache.key_types = {{"app.Message[Fact]", 30, 30}};
+    cache.inserted_from = request_stack({native("infinite_lru_cache_wrapper", "/usr/lib/libpython3.11.so"),
+                                         py("parse", "/srv/lib.py", 81), py("Client.post", "/srv/lib.py", 20)});
+    r.cache_findings.push_back(cache);
+    r.type_findings.push_back(growing_types(
+        "app.Message[Fact]",
+        request_stack({native("type_new", "/usr/lib/libpython3.11.so"), py("parse", "/srv/lib.py", 82),
+                       py("Client.post", "/srv/lib.py", 20)})));
+    r.type_findings.push_back(growing_types(
+        "app.Message[~T]", request_stack({native("type_new", "/usr/lib/libpython3.11.so"), py("build", "/srv/lib.py", 12),
+                                          py("Client.post", "/srv/lib.py", 21)})));
+    // Holds the entries' memory (the analysis marks it so from the allocation records).
+    r.findings.push_back(growing_stack(request_stack({py("make_validator", "/srv/schema.py", 5), py("parse", "/srv/lib.py", 81),
+                                                      py("Client.post", "/srv/lib.py", 20)}),
+                                       4'000'000));
+    r.findings.back().explained_by_cache = "app.adapter_for";
+    // Made in the same call of Client.post, without the thread's native start frames.
+    r.findings.push_back(growing_stack(
+        request_stack({py("copy_fields", "/srv/schema.py", 9), py("build", "/srv/lib.py", 12), py("Client.post", "/srv/lib.py", 21)},
+                      /*with_thread_start=*/false),
+        300'000, 40'000));
+    // Another request type's leak, parting from the cache's stacks inside the thread's run.
+    std::vector<Frame> other = {native("malloc"), py("remember", "/srv/audit.py", 3), py("audit_loop", "/srv/audit.py", 30),
+                                py("Thread.run", "/usr/lib/python3.11/threading.py", 982),
+                                py("Thread._bootstrap", "/usr/lib/python3.11/threading.py", 1002), native("start_thread")};
+    r.findings.push_back(growing_stack(other, 200'000, 20'000));
+    return r;
+}
+
+TEST(RootCauses, StacksPartingInsideOneFunctionAreOneCall) {
+    const auto a = request_stack({py("parse", "/srv/lib.py", 81)});
+    const auto b = request_stack({py("parse", "/srv/lib.py", 82)});
+    EXPECT_TRUE(in_same_call(a, b));
+    EXPECT_TRUE(in_same_call(a, a));
+    // The native start of a thread is recorded in one stack and not the other: no matter.
+    EXPECT_TRUE(in_same_call(a, request_stack({py("parse", "/srv/lib.py", 90)}, false)));
+}
+
+TEST(RootCauses, StacksPartingAtAnEntryPointOrIntoOtherFunctionsAreNot) {
+    // Two functions called from the same handler line: two pieces of work.
+    EXPECT_FALSE(in_same_call(request_stack({py("parse", "/srv/lib.py", 81)}), request_stack({py("audit", "/srv/a.py", 1)})));
+    // Parting inside a module body or a thread's run.
+    const std::vector<Frame> module_a = {py("f", "/srv/m.py", 3), py("<module>", "/srv/m.py", 10)};
+    const std::vector<Frame> module_b = {py("g", "/srv/m.py", 7), py("<module>", "/srv/m.py", 11)};
+    EXPECT_FALSE(in_same_call(module_a, module_b));
+    const std::vector<Frame> thread_a = {py("worker_a", "/srv/w.py", 3), py("Thread.run", "/x/threading.py", 982)};
+    const std::vector<Frame> thread_b = {py("worker_b", "/srv/w.py", 9), py("Thread.run", "/x/threading.py", 982)};
+    EXPECT_FALSE(in_same_call(thread_a, thread_b));
+    // Stacks without Python frames are never joined this way.
+    EXPECT_FALSE(in_same_call({native("malloc"), native("parse_line", "/bin/app"), native("main", "/bin/app")},
+                              {native("malloc"), native("parse_line", "/bin/app"), native("main", "/bin/app")}));
+}
+
+TEST(RootCauses, CacheIsTheRootOfItsKeyClassesEntriesAndSameCallWork) {
+    const AnalysisResult r = openai_like_result();
+    const std::vector<RootCause> roots = find_root_causes(r);
+    ASSERT_EQ(roots.size(), 2u);
+    const RootCause& cache = roots[0];
+    EXPECT_EQ(cache.root, (FindingRef{FindingKind::Cache, 0}));
+    ASSERT_EQ(cache.members.size(), 4u);
+    EXPECT_EQ(cache.members[0].finding, (FindingRef{FindingKind::Types, 0}));
+    EXPECT_EQ(cache.members[0].relation, Relation::KeyClass);
+    EXPECT_EQ(cache.members[1].finding, (FindingRef{FindingKind::Types, 1}));
+    EXPECT_EQ(cache.members[1].relation, Relation::SameCall);
+    EXPECT_EQ(cache.members[2].finding, (FindingRef{FindingKind::Stack, 0}));
+    EXPECT_EQ(cache.members[2].relation, Relation::HoldsEntries);
+    EXPECT_EQ(cache.members[3].finding, (FindingRef{FindingKind::Stack, 1}));
+    EXPECT_EQ(cache.members[3].relation, Relation::SameCall);
+    // The cache's figure already counts its entries' memory; the same-call stack adds to it.
+    EXPECT_EQ(cache.retained_bytes, 10'300'000u);
+    EXPECT_DOUBLE_EQ(cache.growth_bytes_per_s, 140'000);
+    EXPECT_EQ(cache.title, "cache app.adapter_for keeps growing");
+    EXPECT_NE(cache.remedy.find("re-created with the same name (app.Message[Fact]: 30 distinct, all alive)"),
+              std::string::npos)
+        << cache.remedy;
+
+    const RootCause& other = roots[1];
+    EXPECT_EQ(other.root, (FindingRef{FindingKind::Stack, 2}));
+    EXPECT_TRUE(other.members.empty());
+    EXPECT_EQ(other.title, "memory allocated in remember (audit.py:3) keeps growing");
+}
+
+TEST(RootCauses, ACacheWithoutRepeatedKeyClassesIsToldToBound) {
+    AnalysisResult r = openai_like_result();
+    r.cache_findings[0].cache.key_types.clear();
+    const std::vector<RootCause> roots = find_root_causes(r);
+    EXPECT_NE(roots[0].remedy.find("never evicted (maxsize=None)"), std::string::npos) << roots[0].remedy;
+    // Without key classes, the class made at parse:82 is still made in the cache's call.
+    EXPECT_EQ(roots[0].members[0].relation, Relation::SameCall);
+}
+
+TEST(RootCauses, ClassesNoCacheExplainsAreARootWithTheirSameCallStacks) {
+    AnalysisResult r = openai_like_result();
+    r.cache_findings.clear();
+    r.findings[0].explained_by_cache.clear();
+    const std::vector<RootCause> roots = find_root_causes(r);
+    // Message[Fact] (root) takes Message[~T] (same call of Client.post) and both stacks made in
+    // that call; the audit stack stays its own root.
+    ASSERT_EQ(roots.size(), 2u);
+    EXPECT_EQ(roots[0].root, (FindingRef{FindingKind::Types, 0}));
+    EXPECT_EQ(roots[0].members.size(), 3u);
+    EXPECT_EQ(roots[0].retained_bytes, 4'300'000u);
+    EXPECT_NE(roots[0].title.find("classes named app.Message[Fact]"), std::string::npos);
+    EXPECT_EQ(roots[1].root, (FindingRef{FindingKind::Stack, 2}));
+}
+
+TEST(RootCauses, JsonGivesEveryFindingOneRootCauseAndKeepsTheFlatList) {
+    const AnalysisResult r = [] {
+        AnalysisResult out = openai_like_result();
+        out.root_causes = find_root_causes(out);
+        return out;
+    }();
+    const nlohmann::json j = report_json(r);
+    ASSERT_EQ(j["findings"].size(), 6u);
+    ASSERT_EQ(j["root_causes"].size(), 2u);
+    std::set<size_t> seen;
+    for (const nlohmann::json& rc : j["root_causes"]) {
+        seen.insert(rc["finding"].get<size_t>());
+        EXPECT_EQ(j["findings"][rc["finding"].get<size_t>() - 1]["role"], "root");
+        for (const nlohmann::json& m : rc["members"]) {
+            EXPECT_TRUE(seen.insert(m["finding"].get<size_t>()).second) << "a finding in two root causes";
+            const nlohmann::json& f = j["findings"][m["finding"].get<size_t>() - 1];
+            EXPECT_EQ(f["role"], "evidence");
+            EXPECT_EQ(f["root_cause"], rc["id"]);
+        }
+    }
+    EXPECT_EQ(seen.size(), 6u) << "every finding is in a root cause";
+    for (size_t i = 0; i < 6; ++i) EXPECT_EQ(j["findings"][i]["id"], i + 1);
+    EXPECT_EQ(j["root_causes"][0]["kind"], "cache_growth");
+    EXPECT_EQ(j["root_causes"][0]["members"][0]["relation"], "key_class");
+    EXPECT_EQ(j["root_causes"][1]["kind"], "unbounded_growth");
+    EXPECT_EQ(j["findings"][0]["kind"], "cache_growth") << "the flat list keeps its order";
+}
+
+TEST(RootCauses, TextLeadsWithTheRootCauseCountAndFoldsTheEvidence) {
+    AnalysisResult r = openai_like_result();
+    r.command = "python app.py";
+    r.root_causes = find_root_causes(r);
+    std::ostringstream out;
+    write_text_report(r, out);
+    const std::string text = out.str();
+    EXPECT_EQ(text.rfind("2 root causes of unbounded growth in python app.py", 0), 0u) << text;
+    EXPECT_NE(text.find("from 6 unbounded growth findings"), std::string::npos) << text;
+    EXPECT_NE(text.find("remedy: the keys are classes re-created"), std::string::npos) << text;
+    EXPECT_NE(text.find("evidence (the keys' classes): classes named app.Message[Fact]"), std::string::npos) << text;
+    EXPECT_NE(text.find("evidence (its entries' memory): 1 growing stack holds 4.0 MB, allocated in make_validator (schema.py:5)"), std::string::npos) << text;
+    // The two roots are numbered; the evidence is not printed as findings of its own.
+    EXPECT_NE(text.find("\n#2 "), std::string::npos) << text;
+    EXPECT_EQ(text.find("\n#3 "), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace growtrace

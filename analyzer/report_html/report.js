@@ -398,7 +398,7 @@ function rootCauseCard(r) {
 function rootCausesSection(order) {
   if (!order.roots.length) return null;
   var box = el('section', { id: 'root-causes' });
-  box.appendChild(el('h2', { text: F.plural(order.roots.length, 'Root cause', 'Root causes') }));
+  box.appendChild(el('h2', { text: order.roots.length === 1 ? 'Root cause' : 'Root causes' }));
   box.appendChild(el('div', { 'class': 'caption', text: 'Each cause of growth once, with the findings that are its evidence folded under it (click to open).' }));
   order.roots.forEach(function (r) { box.appendChild(rootCauseCard(r)); });
   return box;

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "analyzer/report_html_template.h"
+#include "analyzer/report_html_assets.h"
 #include "analyzer/report_json.h"
 
 namespace growtrace {
@@ -36,20 +36,41 @@ std::string json_for_script(const std::string& json_text) {
     return out;
 }
 
+std::string html_page(std::string_view title, std::string_view json_text) {
+    // The page's markers are replaced in one pass over the page alone: the text put in their
+    // place is never searched, so a marker-like string in the data, the title or a script
+    // changes nothing.
+    constexpr std::string_view kOpen = "@@GROWTRACE_", kClose = "@@";
+    const std::string_view page = report_assets::kReportPage;
+    std::string out;
+    out.reserve(page.size() + report_assets::kReportStyle.size() + report_assets::kReportFormatScript.size() +
+                report_assets::kReportScript.size() +
+                json_text.size() + 256);
+    size_t at = 0;
+    for (size_t open = page.find(kOpen); open != std::string_view::npos; open = page.find(kOpen, at)) {
+        const size_t name_at = open + kOpen.size(), close = page.find(kClose, name_at);
+        if (close == std::string_view::npos) break;
+        const std::string_view name = page.substr(name_at, close - name_at);
+        out.append(page.substr(at, open - at));
+        if (name == "TITLE") out += html_escape(title);
+        else if (name == "DATA") out += json_for_script(std::string(json_text));
+        else if (name == "STYLE") out.append(report_assets::kReportStyle);
+        else if (name == "FORMAT_SCRIPT") out.append(report_assets::kReportFormatScript);
+        else if (name == "SCRIPT") out.append(report_assets::kReportScript);
+        else out.append(page.substr(open, close + kClose.size() - open));
+        at = close + kClose.size();
+    }
+    out.append(page.substr(at));
+    return out;
+}
+
 void write_html_report(const AnalysisResult& result, std::ostream& out) {
     // Invalid UTF-8 in a symbol or path must not make the report fail: replace it.
     const std::string json_text =
         report_json(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    std::string page(kHtmlReportTemplate);
     std::string title = "growtrace: " + (result.command.empty() ? std::string("report") : result.command);
     if (title.size() > 200) title = title.substr(0, 200) + "...";
-    // Both markers are located in the template before anything is substituted (the title
-    // comes first), so a marker-like string inside the data or the title changes nothing.
-    constexpr std::string_view kTitle = "@@GROWTRACE_TITLE@@", kData = "@@GROWTRACE_DATA@@";
-    const size_t title_at = page.find(kTitle), data_at = page.find(kData);
-    if (data_at != std::string::npos) page.replace(data_at, kData.size(), json_for_script(json_text));
-    if (title_at != std::string::npos && title_at < data_at) page.replace(title_at, kTitle.size(), html_escape(title));
-    out << page;
+    out << html_page(title, json_text);
 }
 
 }  // namespace growtrace

@@ -4,10 +4,13 @@
 //
 // The page embeds the JSON document of report_json() and draws everything from it in the
 // browser, so the JSON report stays the single source of truth for what a report contains.
+// The page, its stylesheet and its scripts are the files of analyzer/report_html/, built into
+// the binary (cmake/EmbedAssets.cmake); report.html marks where each goes with @@GROWTRACE_X@@.
 #pragma once
 
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "analyzer/analysis.h"
 
@@ -18,5 +21,9 @@ void write_html_report(const AnalysisResult& result, std::ostream& out);
 // The JSON text made safe to sit inside <script type="application/json">: every '<' is
 // written as \u003c, so no "</script>" or "<!--" can appear. Exposed for tests.
 std::string json_for_script(const std::string& json_text);
+
+// The page of report.html with its markers filled in: the title (escaped), the data (made safe
+// by json_for_script), the stylesheet and the scripts. Exposed for tests.
+std::string html_page(std::string_view title, std::string_view json_text);
 
 }  // namespace growtrace

@@ -1,82 +1,3 @@
-// The page of the HTML report (report_html.cpp): CSS, the JSON data island and a small
-// renderer that draws everything as SVG from that JSON. Self-contained: no network, no fonts
-// other than the system's. @@GROWTRACE_TITLE@@ and @@GROWTRACE_DATA@@ are filled in.
-#pragma once
-
-namespace growtrace {
-
-inline constexpr const char* kHtmlReportTemplate = R"GTHTML(<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>@@GROWTRACE_TITLE@@</title>
-<script>
-// Installed first so that errors of the renderer below (even syntax errors) show on the page.
-window.onerror = function (message, source, line, column) {
-  var box = document.getElementById('gt-errors');
-  if (!box) { window.__gtEarlyErrors = (window.__gtEarlyErrors || []).concat([String(message)]); return false; }
-  box.style.display = 'block';
-  box.appendChild(document.createTextNode('report error: ' + message + ' (line ' + line + ':' + column + ')\n'));
-  return false;
-};
-</script>
-<style>
-:root { --fg:#1d2330; --muted:#5d6677; --line:#d9dee7; --bg:#ffffff; --panel:#f6f8fb;
-        --bad:#c62828; --bad-bg:#fdecea; --ok:#2e7d32; --ok-bg:#e8f5e9; --heap:#1565c0; --rss:#8e24aa; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
-       color: var(--fg); background: var(--bg); }
-main { max-width: 1160px; margin: 0 auto; padding: 20px 24px 60px; }
-h1 { font-size: 20px; margin: 0 0 4px; }
-h2 { font-size: 17px; margin: 30px 0 8px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
-h3 { font-size: 15px; margin: 0 0 6px; }
-code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; }
-.muted { color: var(--muted); }
-.verdict { display: inline-block; padding: 6px 12px; border-radius: 6px; font-weight: 600; margin: 10px 0 4px; }
-.verdict.bad { background: var(--bad-bg); color: var(--bad); }
-.verdict.good { background: var(--ok-bg); color: var(--ok); }
-.facts { display: flex; flex-wrap: wrap; gap: 6px 22px; margin: 8px 0; }
-.facts div b { display: block; font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); font-weight: 600; }
-.card { border: 1px solid var(--line); border-left: 4px solid var(--bad); border-radius: 6px; padding: 14px 16px; margin: 14px 0; background: #fff; }
-.card .where { font-size: 12.5px; color: var(--muted); margin-bottom: 6px; word-break: break-all; }
-.grid { display: grid; grid-template-columns: minmax(0, 1.35fr) minmax(0, 1fr); gap: 16px; align-items: start; }
-@media (max-width: 900px) { .grid { grid-template-columns: 1fr; } }
-table { border-collapse: collapse; width: 100%; }
-th, td { text-align: left; padding: 3px 8px 3px 0; vertical-align: top; }
-th { font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); font-weight: 600; }
-table.kv td:first-child { color: var(--muted); white-space: nowrap; width: 1%; padding-right: 14px; }
-table.list { font-size: 13px; }
-table.list tr + tr td { border-top: 1px solid var(--line); }
-.reason { background: var(--panel); border-radius: 4px; padding: 6px 8px; margin: 8px 0; font-size: 13px; }
-ol.stack { margin: 6px 0 0; padding-left: 26px; font-size: 12.5px; max-height: 320px; overflow: auto; }
-ol.stack li { padding: 1px 0; word-break: break-all; }
-ol.stack .fn { font-weight: 600; }
-ol.stack .py { color: #2b6cb0; }
-ol.stack .loc { color: var(--muted); }
-.tag { display: inline-block; font-size: 10.5px; padding: 0 5px; border-radius: 3px; background: #e3e8f0; color: #3b4556; margin-left: 4px; vertical-align: 1px; }
-.tag.py { background: #dbeafe; color: #1e4e8c; }
-.tag.cls-unbounded { background: var(--bad-bg); color: var(--bad); }
-.tag.cls-bounded { background: #e3f2fd; color: #1565c0; }
-.tag.cls-transient { background: #f3e5f5; color: #6a1b9a; }
-.tag.cls-undetermined { background: #fff8e1; color: #8d6e00; }
-svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-.chart { width: 100%; height: auto; display: block; }
-.flame { width: 100%; display: block; cursor: pointer; }
-.flame rect { stroke: #fff; stroke-width: 0.5; }
-.flame g:hover rect { stroke: #222; stroke-width: 1; }
-.caption { font-size: 12.5px; color: var(--muted); margin: 4px 0 8px; }
-.warn { background: #fff8e1; border: 1px solid #ffe082; border-radius: 4px; padding: 6px 10px; margin: 6px 0; font-size: 13px; }
-#gt-errors { display: none; white-space: pre-wrap; background: #fdecea; color: #b71c1c; border: 1px solid #ef9a9a; padding: 8px 10px; border-radius: 4px; font-family: monospace; }
-</style>
-</head>
-<body>
-<main>
-<div id="gt-errors"></div>
-<div id="gt-report"><noscript>This report is drawn by JavaScript; the data is in the <code>growtrace-data</code> script element of this file.</noscript></div>
-</main>
-<script type="application/json" id="growtrace-data">@@GROWTRACE_DATA@@</script>
-<script>
 (function () {
 'use strict';
 var early = window.__gtEarlyErrors || [];
@@ -86,6 +7,13 @@ var SVGNS = 'http://www.w3.org/2000/svg';
 var data = JSON.parse(document.getElementById('growtrace-data').textContent);
 var root = document.getElementById('gt-report');
 var COLORS = ['#c62828', '#ef6c00', '#6d4c41', '#ad1457', '#00838f', '#558b2f', '#4527a0', '#f9a825'];
+var F = window.growtraceFormat;
+var num = F.num, bytes = F.bytes, seconds = F.seconds, count = F.count, shorten = F.shorten;
+var frameLabel = F.frameLabel, frameWhere = F.frameWhere, isPython = F.isPython, keyFrame = F.keyFrame;
+function sampled() { return F.isSampled(data); }
+function estBytes(b, se, n) { return F.estBytes(data, b, se, n); }
+function timeline() { return Array.isArray(data.timeline) ? data.timeline : []; }
+function seriesPoints(values) { return F.seriesPoints(values, timeline()); }
 
 // ---- small helpers -------------------------------------------------------------------------
 function el(tag, attrs, children) {
@@ -116,84 +44,15 @@ function append(e, children) {
     e.appendChild(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
   });
 }
-function num(x) { var n = Number(x); return isFinite(n) ? n : 0; }
-// Decimal units, as the text report and top use.
-function bytes(b) {
-  b = num(b);
-  var units = ['B', 'KB', 'MB', 'GB', 'TB'], u = 0, neg = b < 0;
-  b = Math.abs(b);
-  while (b >= 1000 && u < 4) { b /= 1000; u++; }
-  var s = u === 0 ? Math.round(b) + ' B' : b.toFixed(b < 10 ? 2 : 1) + ' ' + units[u];
-  return (neg ? '-' : '') + s;
-}
-function seconds(s) {
-  s = num(s);
-  if (s === 0) return '0 s';
-  if (Math.abs(s) < 1) return (s * 1000).toFixed(0) + ' ms';
-  if (Math.abs(s) < 120) return s.toFixed(s < 10 ? 2 : 1) + ' s';
-  return (s / 60).toFixed(1) + ' min';
-}
-function count(n) { return num(n).toLocaleString('en-US'); }
-// A sampled trace's sizes and counts are estimates (JSON sampling.mean_bytes > 0): shown with
-// one standard error and the samples behind them.
-function sampled() { return num((data.sampling || {}).mean_bytes) > 0; }
-function estBytes(b, se, n) {
-  if (!sampled()) return bytes(b);
-  return bytes(b) + ' \u00b1 ' + bytes(se) + (n === undefined ? '' : ' (' + count(n) + ' sample' + (num(n) === 1 ? '' : 's') + ')');
-}
-function estCount(n) { return (sampled() ? '\u2248 ' : '') + count(n); }
-function basename(p) { p = String(p || ''); var i = p.lastIndexOf('/'); return i < 0 ? p : p.slice(i + 1); }
-function frameLabel(f) { return f && f.function ? f.function : '??'; }
-function frameWhere(f) {
-  if (!f) return '';
-  var w = f.file ? basename(f.file) + (f.line ? ':' + f.line : '') : '';
-  return w;
-}
-function isPython(f) { return f && f.module === 'python'; }
-// The frame that names a group: the innermost frame that is not an allocator entry point.
-var ALLOCATOR = /^(operator new|operator new\[\]|malloc|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|PyMem_|PyObject_Malloc|PyObject_Calloc|PyObject_Realloc|_PyObject_|__libc_|std::__new_allocator|__gnu_cxx::new_allocator|std::allocator)/;
-// Library internals (containers, allocator traits) are skipped too: the caller is the news.
-var LIBRARY = /^(std::|__gnu_cxx::|__cxx|void std::|.*\bstd::.*::(allocate|_M_allocate|construct)\b)/;
-function keyFrame(frames) {
-  frames = frames || [];
-  for (var pass = 0; pass < 2; pass++) {
-    for (var i = 0; i < frames.length; i++) {
-      var f = frames[i], fn = f.function || '';
-      if (ALLOCATOR.test(fn) || (f.module || '') === 'libgrowtrace.so') continue;
-      if (pass === 0 && (LIBRARY.test(fn) || /^\/usr\/include\//.test(f.file || ''))) continue;
-      return f;
-    }
-  }
-  return frames[0];
-}
-function shorten(text, max) { text = String(text); return text.length > max ? text.slice(0, max - 1) + '\u2026' : text; }
-function groupTitle(g) {
-  var f = keyFrame(g.frames);
-  if (!f) return '(no stack)';
-  var w = frameWhere(f);
-  return frameLabel(f) + (w ? ' (' + w + ')' : '');
-}
-function timeline() { return Array.isArray(data.timeline) ? data.timeline : []; }
-function seriesPoints(values) {
-  var tl = timeline(), pts = [];
-  if (!Array.isArray(values)) return pts;
-  for (var i = 0; i < values.length && i < tl.length; i++) pts.push([num(tl[i].t), num(values[i])]);
-  if (pts.length && pts[0][0] > 0) pts.unshift([0, 0]);
-  return pts;
-}
-
 // ---- line charts ---------------------------------------------------------------------------
-function niceStep(range, ticks) {
-  if (!(range > 0)) return 1;
-  var raw = range / ticks, mag = Math.pow(10, Math.floor(Math.log10(raw))), r = raw / mag;
-  return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 2.5 ? 2.5 : r <= 5 ? 5 : 10) * mag;
-}
-// series: [{name, color, points: [[t, v]...], axis: 'left'|'right', format, dash, fill}]
+// series: [{name, unit ('bytes', 'entries', 'classes'), color, points: [[t, v]...], dash, fill}].
+// The first unit gets the left axis and a second the right; each axis names its unit.
 function lineChart(series, opts) {
   opts = opts || {};
   var W = opts.width || 1000, H = opts.height || 260;
-  var hasRight = series.some(function (s) { return s.axis === 'right' && s.points.length; });
-  var M = { l: 70, r: hasRight ? 70 : 18, t: 14, b: 44 };
+  var units = F.assignAxes(series);
+  var hasRight = !!units.right && series.some(function (s) { return s.axis === 'right' && s.points.length; });
+  var M = { l: 74, r: hasRight ? 74 : 18, t: 24, b: 44 };
   var pw = W - M.l - M.r, ph = H - M.t - M.b;
   var tmax = 0;
   series.forEach(function (s) { s.points.forEach(function (p) { tmax = Math.max(tmax, p[0]); }); });
@@ -201,31 +60,33 @@ function lineChart(series, opts) {
   if (!(tmax > 0)) tmax = 1;
   function axisMax(axis) {
     var m = 0;
-    series.forEach(function (s) { if ((s.axis || 'left') === axis) s.points.forEach(function (p) { m = Math.max(m, p[1]); }); });
-    return m > 0 ? m : 1;
+    series.forEach(function (s) { if (s.axis === axis) s.points.forEach(function (p) { m = Math.max(m, p[1]); }); });
+    return m;
   }
-  var ymax = { left: axisMax('left'), right: axisMax('right') };
-  var ystep = { left: niceStep(ymax.left, 5), right: niceStep(ymax.right, 5) };
-  ymax.left = Math.ceil(ymax.left / ystep.left) * ystep.left;
-  ymax.right = Math.ceil(ymax.right / ystep.right) * ystep.right;
-  var fmt = { left: opts.leftFormat || bytes, right: opts.rightFormat || count };
+  var ticks = { left: F.axisTicks(axisMax('left'), units.left), right: hasRight ? F.axisTicks(axisMax('right'), units.right) : [0, 1] };
+  var ymax = { left: ticks.left[ticks.left.length - 1], right: ticks.right[ticks.right.length - 1] };
   function X(t) { return M.l + (t / tmax) * pw; }
   function Y(v, axis) { return M.t + ph - (v / ymax[axis || 'left']) * ph; }
   var g = svg('svg', { 'class': 'chart', viewBox: '0 0 ' + W + ' ' + (H + 22), role: 'img',
                        'aria-label': opts.label || 'chart' });
   g.appendChild(svg('rect', { x: M.l, y: M.t, width: pw, height: ph, fill: '#fbfcfe', stroke: '#d9dee7' }));
-  for (var v = 0; v <= ymax.left + 1e-9; v += ystep.left) {
-    g.appendChild(svg('line', { x1: M.l, x2: M.l + pw, y1: Y(v), y2: Y(v), stroke: '#e6e9ef' }));
-    g.appendChild(svg('text', { x: M.l - 6, y: Y(v) + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#5d6677', text: fmt.left(v) }));
+  function yAxis(axis) {
+    var labels = F.tickLabels(ticks[axis], units[axis]), left = axis === 'left';
+    ticks[axis].forEach(function (v, k) {
+      if (left) g.appendChild(svg('line', { x1: M.l, x2: M.l + pw, y1: Y(v), y2: Y(v), stroke: '#e6e9ef' }));
+      g.appendChild(svg('text', { x: left ? M.l - 6 : M.l + pw + 6, y: Y(v, axis) + 4, 'text-anchor': left ? 'end' : 'start',
+                                  'font-size': 11, fill: '#5d6677', 'class': 'tick y-' + axis, text: labels[k] }));
+    });
+    g.appendChild(svg('text', { x: left ? M.l - 6 : M.l + pw + 6, y: M.t - 9, 'text-anchor': left ? 'end' : 'start',
+                                'font-size': 11, 'font-weight': 600, fill: '#5d6677', 'class': 'axis-unit axis-' + axis,
+                                text: F.UNIT_NAMES[units[axis]] || units[axis] }));
   }
-  if (hasRight) {
-    for (var v2 = 0; v2 <= ymax.right + 1e-9; v2 += ystep.right)
-      g.appendChild(svg('text', { x: M.l + pw + 6, y: Y(v2, 'right') + 4, 'font-size': 11, fill: '#5d6677', text: fmt.right(v2) }));
-  }
-  var tstep = niceStep(tmax, 8);
+  yAxis('left');
+  if (hasRight) yAxis('right');
+  var tstep = F.niceStep(tmax, 8);
   for (var t = 0; t <= tmax + 1e-9; t += tstep) {
     g.appendChild(svg('line', { x1: X(t), x2: X(t), y1: M.t + ph, y2: M.t + ph + 4, stroke: '#8a93a3' }));
-    g.appendChild(svg('text', { x: X(t), y: M.t + ph + 17, 'text-anchor': 'middle', 'font-size': 11, fill: '#5d6677', text: seconds(t) }));
+    g.appendChild(svg('text', { x: X(t), y: M.t + ph + 17, 'text-anchor': 'middle', 'font-size': 11, fill: '#5d6677', 'class': 'tick x', text: seconds(t) }));
   }
   g.appendChild(svg('text', { x: M.l + pw / 2, y: M.t + ph + 34, 'text-anchor': 'middle', 'font-size': 11, fill: '#5d6677', text: 'time since process start' }));
   var lx = M.l, ly = H + 8;
@@ -235,7 +96,7 @@ function lineChart(series, opts) {
     s.points.forEach(function (p, i) { d += (i ? 'L' : 'M') + X(p[0]).toFixed(1) + ',' + Y(p[1], s.axis).toFixed(1); });
     if (s.fill) {
       var last = s.points[s.points.length - 1], first = s.points[0];
-      g.appendChild(svg('path', { d: d + 'L' + X(last[0]).toFixed(1) + ',' + Y(0) + 'L' + X(first[0]).toFixed(1) + ',' + Y(0) + 'Z',
+      g.appendChild(svg('path', { d: d + 'L' + X(last[0]).toFixed(1) + ',' + Y(0, s.axis) + 'L' + X(first[0]).toFixed(1) + ',' + Y(0, s.axis) + 'Z',
                                   fill: s.color, 'fill-opacity': 0.12, stroke: 'none' }));
     }
     g.appendChild(svg('path', { d: d, fill: 'none', stroke: s.color, 'stroke-width': s.width || 2,
@@ -245,7 +106,7 @@ function lineChart(series, opts) {
     var lw = 34 + label.length * 6.4;
     if (lx > M.l && lx + lw > W) { lx = M.l; ly += 18; }  // next legend row
     g.appendChild(svg('rect', { x: lx, y: ly, width: 14, height: 4, fill: s.color }));
-    g.appendChild(svg('text', { x: lx + 19, y: ly + 6, 'font-size': 11.5, fill: '#1d2330', text: label }));
+    g.appendChild(svg('text', { x: lx + 19, y: ly + 6, 'font-size': 11.5, fill: '#1d2330', 'class': 'legend', text: label }));
     lx += lw;
   });
   g.setAttribute('viewBox', '0 0 ' + W + ' ' + (ly + 14));
@@ -353,16 +214,22 @@ function kvTable(rows) {
     return el('tr', null, [el('td', { text: r[0] }), el('td', null, r[1])]);
   }));
 }
+// A numbered stack, innermost frame first. The numbers are text in a column as wide as the
+// largest of them, so none is cut.
 function stackList(frames, max) {
   frames = frames || [];
   max = max || 40;
-  var ol = el('ol', { 'class': 'stack mono' });
-  frames.slice(0, max).forEach(function (f) {
+  var shown = frames.slice(0, max), numbers = F.numberLabels(shown.length);
+  var ol = el('ol', { 'class': 'stack mono', style: '--num-width:' + F.numberWidthCh(shown.length) + 'ch' });
+  shown.forEach(function (f, k) {
     var where = f.file ? f.file + (f.line ? ':' + f.line : '') : '';
     ol.appendChild(el('li', null, [
-      el('span', { 'class': 'fn' + (isPython(f) ? ' py' : ''), text: frameLabel(f) }),
-      isPython(f) ? el('span', { 'class': 'tag py', text: 'py' }) : (f.module ? el('span', { 'class': 'tag', text: f.module }) : null),
-      where ? el('span', { 'class': 'loc', text: '  ' + where }) : null
+      el('span', { 'class': 'n', text: numbers[k] }),
+      el('span', { 'class': 'frame' }, [
+        el('span', { 'class': 'fn' + (isPython(f) ? ' py' : '') + (F.isUnnamed(f) ? ' unnamed' : ''), text: frameLabel(f) }),
+        isPython(f) ? el('span', { 'class': 'tag py', text: 'py' }) : (f.module && !F.isUnnamed(f) ? el('span', { 'class': 'tag', text: f.module }) : null),
+        where ? el('span', { 'class': 'loc', text: '  ' + where }) : null
+      ])
     ]));
   });
   if (frames.length > max) ol.appendChild(el('li', { 'class': 'muted', text: '\u2026 ' + (frames.length - max) + ' more frames' }));
@@ -370,16 +237,12 @@ function stackList(frames, max) {
   return ol;
 }
 function header() {
-  var findings = data.findings || [];
   var t = data.totals || {};
   var box = el('section');
   box.appendChild(el('h1', { text: 'growtrace report' }));
   box.appendChild(el('div', { 'class': 'mono', text: data.command || '(unknown command)' }));
-  var bad = findings.length > 0;
-  box.appendChild(el('div', { 'class': 'verdict ' + (bad ? 'bad' : 'good'),
-    text: bad ? findings.length + ' unbounded growth finding' + (findings.length === 1 ? '' : 's') +
-                ', ' + bytes(findings.reduce(function (a, f) { return a + num(f.retained_bytes); }, 0)) + ' retained'
-              : 'no unbounded growth found' }));
+  var bad = (data.findings || []).length > 0;
+  box.appendChild(el('div', { 'class': 'verdict ' + (bad ? 'bad' : 'good'), text: F.verdictText(data) }));
   box.appendChild(facts([
     ['pid', String(data.pid)],
     ['duration', seconds(data.duration_s)],
@@ -395,20 +258,30 @@ function header() {
   (data.warnings || []).forEach(function (w) { box.appendChild(el('div', { 'class': 'warn', text: 'warning: ' + w })); });
   return box;
 }
+function estCount(n) { return F.estCount(data, n); }
+// The findings the memory chart draws: the root causes' findings first, then the others.
+function leadingFindings() {
+  var order = F.organize(data), out = [];
+  order.roots.forEach(function (r) { if (r.root) out.push(r.root); });
+  return out.concat(order.rest);
+}
 function memorySection() {
   var tl = timeline();
   var box = el('section');
   box.appendChild(el('h2', { text: 'Memory over time' }));
-  var series = [{ name: 'traced heap (retained)', color: '#1565c0', fill: true,
+  var series = [{ name: 'traced heap (retained)', unit: 'bytes', color: '#1565c0', fill: true,
                   points: seriesPoints(tl.map(function (p) { return p.heap_bytes; })) }];
   var rss = tl.filter(function (p) { return num(p.rss_bytes) > 0; });
-  if (rss.length) series.push({ name: 'RSS (time marks)', color: '#8e24aa', dash: '6 4',
+  if (rss.length) series.push({ name: 'RSS (time marks)', unit: 'bytes', color: '#8e24aa', dash: '6 4',
                                 points: rss.map(function (p) { return [num(p.t), num(p.rss_bytes)]; }) });
-  (data.findings || []).slice(0, COLORS.length).forEach(function (f, i) {
-    var pts = seriesPoints(f.retained_series);
-    var extra = findingExtra(f);
-    if (!pts.length && extra) cacheSeries(extra).forEach(function (c) { if (c.isBytes && !pts.length) pts = c.points; });
-    series.push({ name: '#' + (i + 1) + ' ' + shorten(frameLabel(keyFrame(f.frames)), 48), color: COLORS[i], width: 1.5, points: pts });
+  // Only curves in bytes share this chart: class counts have their findings' own charts.
+  var drawn = 0;
+  leadingFindings().forEach(function (e) {
+    if (drawn >= COLORS.length) return;
+    var held = F.findingSeries(e.finding, tl).filter(function (c) { return c.unit === 'bytes'; })[0];
+    if (!held) return;
+    series.push({ name: '#' + e.id + ' ' + shorten(F.findingTitle(e.finding), 48), unit: 'bytes', color: COLORS[drawn], width: 1.5, points: held.points });
+    drawn++;
   });
   box.appendChild(lineChart(series, { height: 280, label: 'memory over time', tmax: num(data.duration_s) }));
   box.appendChild(el('div', { 'class': 'caption',
@@ -417,116 +290,126 @@ function memorySection() {
           '. Thin lines: the findings below.' }));
   return box;
 }
-function timeKey(o) {
-  var keys = Object.keys(o);
-  for (var i = 0; i < keys.length; i++) if (/^(t|t_s|time|time_s|seconds)$/.test(keys[i])) return keys[i];
-  return null;
-}
-function cacheSeries(cache) {
-  // The cache object's time series, whatever it calls them: arrays of {t or t_s, <number>} or
-  // of numbers aligned with the timeline. Byte series go on the left axis, counts on the right.
-  var out = [];
-  Object.keys(cache).forEach(function (k) {
-    var v = cache[k];
-    if (!Array.isArray(v) || !v.length) return;
-    var isBytes = /bytes|retained/.test(k);
-    if (Array.isArray(v[0]) && v[0].length === 2 && typeof v[0][0] === 'number') {
-      out.push({ name: k.replace(/_/g, ' '), isBytes: isBytes, points: v.map(function (p) { return [num(p[0]), num(p[1])]; }) });
-    } else if (typeof v[0] === 'object' && v[0] !== null && !Array.isArray(v[0]) && timeKey(v[0])) {
-      var tk = timeKey(v[0]);
-      var field = Object.keys(v[0]).filter(function (f) { return f !== tk && typeof v[0][f] === 'number'; })[0];
-      if (field) out.push({ name: k.replace(/_/g, ' '), isBytes: isBytes,
-                            points: v.map(function (p) { return [num(p[tk]), num(p[field])]; }) });
-    } else if (typeof v[0] === 'number' && /series|entries|sizes|over_time/.test(k) && v.length > 1) {
-      out.push({ name: k.replace(/_/g, ' '), isBytes: isBytes, points: seriesPoints(v) });
-    }
-  });
-  return out;
-}
-// The kind-specific object of a finding: `cache` (cache_growth), `type` (duplicate_types).
-function findingExtra(f) {
-  var x = f.cache || f.type;
-  return x && typeof x === 'object' && !Array.isArray(x) ? x : null;
-}
-function cacheBlock(cache, heading) {
-  var box = el('div');
-  if (heading) box.appendChild(el('h3', { text: heading }));
-  var rows = [];
-  Object.keys(cache).forEach(function (k) {
-    var v = cache[k];
-    if (v === null || typeof v === 'object') return;
-    var shown = typeof v === 'number' && /bytes/.test(k) ? bytes(v) : typeof v === 'number' && /_s$/.test(k) ? seconds(v) : String(v);
-    rows.push([k.replace(/_/g, ' '), shown]);
-  });
-  box.appendChild(kvTable(rows));
-  Object.keys(cache).forEach(function (k) {
-    var v = cache[k];
-    if (!Array.isArray(v) || !v.length) return;
-    if (typeof v[0] === 'string') {
-      box.appendChild(el('div', { 'class': 'caption', text: k.replace(/_/g, ' ') }));
-      box.appendChild(el('ul', { 'class': 'mono' }, v.slice(0, 20).map(function (s) { return el('li', { text: s }); })));
-    } else if (typeof v[0] === 'object' && v[0] !== null && 'function' in v[0]) {
-      box.appendChild(el('div', { 'class': 'caption', text: k.replace(/_/g, ' ') + ' (innermost first)' }));
-      box.appendChild(stackList(v, 16));
-    } else if (typeof v[0] === 'object' && v[0] !== null && !Array.isArray(v[0]) && !timeKey(v[0])) {
-      box.appendChild(el('div', { 'class': 'caption', text: k.replace(/_/g, ' ') }));
-      box.appendChild(el('ul', { 'class': 'mono' }, v.slice(0, 20).map(function (o) {
-        return el('li', { text: Object.keys(o).map(function (f) { return typeof o[f] === 'object' ? '' : f + ': ' + o[f]; }).filter(Boolean).join(', ') });
-      })));
-    }
-  });
-  Object.keys(cache).forEach(function (k) {
-    var v = cache[k];
-    if (v && typeof v === 'object' && !Array.isArray(v)) {
-      box.appendChild(el('div', { 'class': 'caption', text: k.replace(/_/g, ' ') }));
-      box.appendChild(cacheBlock(v, null));
-    }
-  });
+function cacheDetails(cache) {
+  var box = el('div', { 'class': 'details' });
+  box.appendChild(el('h4', { text: 'Cache' }));
+  box.appendChild(kvTable([
+    ['name', cache.name || '?'],
+    cache.wrapped ? ['wraps', cache.wrapped] : null,
+    Array.isArray(cache.bound_names) && cache.bound_names.length ? ['bound to', cache.bound_names.join(', ')] : null,
+    cache.location ? ['created at', cache.location] : null,
+    ['maxsize', cache.maxsize === null || cache.maxsize === undefined ? 'none (never evicts)' : count(cache.maxsize)],
+    ['retained', estBytes(cache.retained_bytes, cache.retained_bytes_stderr, cache.retained_samples)],
+    cache.reason ? ['verdict', cache.reason] : null
+  ]));
+  var keys = Array.isArray(cache.key_types) ? cache.key_types : [];
+  if (keys.length) {
+    box.appendChild(el('div', { 'class': 'caption', text: 'Classes of its keys' }));
+    var table = el('table', { 'class': 'list' });
+    table.appendChild(el('tr', null, ['class', 'distinct classes', 'alive'].map(function (h) { return el('th', { text: h }); })));
+    keys.slice(0, 20).forEach(function (k) {
+      table.appendChild(el('tr', null, [el('td', { 'class': 'mono', text: k.name || '?' }),
+                                        el('td', { text: count(k.distinct_classes) }), el('td', { text: count(k.live_classes) })]));
+    });
+    box.appendChild(table);
+  }
+  if (Array.isArray(cache.example_keys) && cache.example_keys.length) {
+    box.appendChild(el('div', { 'class': 'caption', text: 'Example keys' }));
+    box.appendChild(el('ul', { 'class': 'mono keys' }, cache.example_keys.slice(0, 20).map(function (k) { return el('li', { text: String(k) }); })));
+  }
   return box;
 }
-function findingCard(f, i) {
-  var card = el('div', { 'class': 'card', id: 'finding-' + (i + 1) });
+function typeDetails(type) {
+  var box = el('div', { 'class': 'details' });
+  box.appendChild(el('h4', { text: 'Classes' }));
+  box.appendChild(kvTable([
+    ['name', type.name || '?'],
+    ['created', count(type.created) + ', ' + F.perSecond(type.created_per_s, 'classes') + ' from ' + seconds(type.started_at_s)],
+    ['alive at end', count(type.live_at_end)],
+    type.reason ? ['verdict', type.reason] : null
+  ]));
+  return box;
+}
+function findingChart(f, color, label) {
+  var series = F.findingSeries(f, timeline());
+  var colors = [color, '#2b6cb0', '#6d4c41'];
+  series.forEach(function (s, k) {
+    s.color = colors[k % colors.length];
+    if (k === 0) s.fill = true; else s.dash = '5 3';
+  });
+  return lineChart(series, { width: 640, height: 250, label: label, tmax: num(data.duration_s) });
+}
+// One finding: what grows (its title), its curve and figures, why it is one, its stacks once.
+function findingCard(f, id, relation) {
+  var card = el('div', { 'class': 'card finding kind-' + (f.kind || 'unbounded_growth'), id: 'finding-' + id });
+  var title = F.findingTitle(f);
+  card.appendChild(el('h3', null, ['#' + id + ' ', el('span', { 'class': 'mono title', title: title, text: shorten(title, 140) }),
+    el('span', { 'class': 'tag cls-unbounded', text: F.kindLabel(f.kind) }),
+    relation ? el('span', { 'class': 'tag', text: F.relationLabel(relation) }) : null]));
   var kf = keyFrame(f.frames);
-  card.appendChild(el('h3', null, ['#' + (i + 1) + ' ', el('span', { 'class': 'mono', title: frameLabel(kf), text: shorten(frameLabel(kf), 140) }),
-    el('span', { 'class': 'tag cls-unbounded', text: f.kind === 'cache_growth' ? 'growing cache' : f.kind === 'duplicate_types' ? 'classes keep being created' : 'unbounded growth' })]));
   var where = kf ? [kf.file ? kf.file + (kf.line ? ':' + kf.line : '') : '', kf.module ? '[' + kf.module + ']' : ''].join('  ') : '';
+  if (f.kind === 'cache_growth' && f.cache && f.cache.location) where = f.cache.location;
   card.appendChild(el('div', { 'class': 'where mono', text: where }));
-  var series = [];
-  if (Array.isArray(f.retained_series) && f.retained_series.length)
-    series.push({ name: 'retained bytes', color: COLORS[i % COLORS.length], fill: true, points: seriesPoints(f.retained_series) });
-  var extra = findingExtra(f);
-  if (extra)
-    cacheSeries(extra).forEach(function (s) {
-      if (s.isBytes && series.length) return;  // the finding's own retained curve is already there
-      if (s.isBytes) series.push({ name: s.name, color: COLORS[i % COLORS.length], fill: true, points: s.points });
-      else series.push({ name: s.name, color: '#2b6cb0', dash: '5 3', axis: 'right', points: s.points });
-    });
   var grid = el('div', { 'class': 'grid' });
-  grid.appendChild(el('div', null, lineChart(series, { width: 640, height: 250, label: 'finding ' + (i + 1) + ' over time', tmax: num(data.duration_s) })));
+  grid.appendChild(el('div', null, findingChart(f, COLORS[(id - 1) % COLORS.length], 'finding ' + id + ' over time')));
   grid.appendChild(el('div', null, [
-    kvTable([
-      ['retained at end', estBytes(f.retained_bytes, f.retained_bytes_stderr, f.live_samples)],
-      ['live allocations', estCount(f.live_allocations)],
-      ['allocations', estCount(f.allocations) + ('allocated_bytes' in f ? ' (' + bytes(f.allocated_bytes) + ')' : '')],
-      ['growth rate', bytes(f.growth_bytes_per_s) + '/s'],
-      ['growing since', seconds(f.started_at_s)],
-      ['confidence', num(f.confidence).toFixed(2)],
-      f.stack_ids ? ['stacks merged', String(f.stack_ids.length)] : null
-    ]),
+    kvTable(F.findingFigures(f, data)),
     el('div', { 'class': 'reason', text: 'Why: ' + (f.reason || 'classified as unbounded') })
   ]));
   card.appendChild(grid);
-  card.appendChild(el('div', { 'class': 'caption', text: (f.kind === 'cache_growth' ? 'Inserting stack' : f.kind === 'duplicate_types' ? 'Creating stack' : 'Allocating stack') + ' (innermost first; Python frames in blue):' }));
-  card.appendChild(stackList(f.frames));
-  if (extra) card.appendChild(cacheBlock(extra, f.cache ? 'Cache' : 'Classes'));
+  F.findingStacks(f).forEach(function (st) {
+    card.appendChild(el('div', { 'class': 'caption', text: st.caption + ' (innermost first; Python frames in blue):' }));
+    card.appendChild(stackList(st.frames));
+  });
+  if (f.kind === 'cache_growth' && f.cache) card.appendChild(cacheDetails(f.cache));
+  if (f.kind === 'duplicate_types' && f.type) card.appendChild(typeDetails(f.type));
   return card;
 }
-function findingsSection() {
-  var box = el('section');
-  var findings = data.findings || [];
-  box.appendChild(el('h2', { text: 'Findings' }));
-  if (!findings.length) box.appendChild(el('p', { 'class': 'muted', text: 'No group of allocations keeps growing for as long as the program works.' }));
-  findings.forEach(function (f, i) { box.appendChild(findingCard(f, i)); });
+// A root cause: its title, what happened, what to do, its figures and curve, and the findings
+// that are its evidence folded under it.
+function rootCauseCard(r) {
+  var rc = r.cause, f = r.root ? r.root.finding : null;
+  var card = el('div', { 'class': 'card root-cause', id: 'root-cause-' + r.id });
+  card.appendChild(el('h3', null, ['Root cause ' + r.id + ': ', el('span', { 'class': 'title', text: rc.title || (f ? F.findingTitle(f) : '?') }),
+    el('span', { 'class': 'tag cls-unbounded', text: F.kindLabel(rc.kind || (f && f.kind)) })]));
+  if (rc.summary) card.appendChild(el('div', { 'class': 'summary', text: rc.summary }));
+  if (rc.remedy) card.appendChild(el('div', { 'class': 'remedy' }, [el('b', { text: 'Remedy: ' }), rc.remedy]));
+  var grid = el('div', { 'class': 'grid' });
+  grid.appendChild(el('div', null, f ? findingChart(f, COLORS[(r.id - 1) % COLORS.length], 'root cause ' + r.id + ' over time') : null));
+  var held = r.evidence.reduce(function (a, e) { return a + num(e.finding.retained_bytes); }, 0);
+  grid.appendChild(el('div', null, kvTable([
+    ['retained at end', bytes(rc.retained_bytes)],
+    ['growth rate', F.perSecond(rc.growth_bytes_per_s, 'bytes')],
+    r.root ? ['root finding', '#' + r.root.id + ' ' + F.findingTitle(r.root.finding)] : null,
+    ['evidence', F.plural(r.evidence.length, 'finding', 'findings') + (held > 0 ? ' (' + bytes(held) + ' in their stacks)' : '')]
+  ])));
+  card.appendChild(grid);
+  var details = el('details', { 'class': 'evidence' });
+  details.appendChild(el('summary', { text: 'Findings of this root cause: ' + (r.root ? '#' + r.root.id + ' and ' : '') +
+                                            F.plural(r.evidence.length, 'finding', 'findings') + ' of evidence' }));
+  if (r.root) details.appendChild(findingCard(r.root.finding, r.root.id, null));
+  F.evidenceGroups(r.evidence).forEach(function (grp) {
+    details.appendChild(el('h4', { text: 'Evidence: ' + grp.label + ' (' + grp.items.length + ')' }));
+    grp.items.forEach(function (e) { details.appendChild(findingCard(e.finding, e.id, grp.relation)); });
+  });
+  card.appendChild(details);
+  return card;
+}
+function rootCausesSection(order) {
+  if (!order.roots.length) return null;
+  var box = el('section', { id: 'root-causes' });
+  box.appendChild(el('h2', { text: order.roots.length === 1 ? 'Root cause' : 'Root causes' }));
+  box.appendChild(el('div', { 'class': 'caption', text: 'Each cause of growth once, with the findings that are its evidence folded under it (click to open).' }));
+  order.roots.forEach(function (r) { box.appendChild(rootCauseCard(r)); });
+  return box;
+}
+function findingsSection(order) {
+  var box = el('section', { id: 'findings' });
+  var rest = order.rest;
+  if (order.roots.length && !rest.length) return null;
+  box.appendChild(el('h2', { text: order.roots.length ? 'Other findings' : 'Findings' }));
+  if (!rest.length) box.appendChild(el('p', { 'class': 'muted', text: 'No group of allocations keeps growing for as long as the program works.' }));
+  rest.forEach(function (e) { box.appendChild(findingCard(e.finding, e.id, null)); });
   return box;
 }
 // Bytes a group gained from a quarter of the run to its end: what start-up tables do not have.
@@ -641,16 +524,11 @@ function childrenSection() {
   return box;
 }
 
-append(root, [header(), memorySection(), findingsSection(), flameSection(), groupsSection(), cachesSection(), typesSection(), childrenSection(),
+var order = F.organize(data);
+append(root, [header(), rootCausesSection(order), memorySection(), findingsSection(order), flameSection(), groupsSection(), cachesSection(), typesSection(), childrenSection(),
               el('p', { 'class': 'caption', text: 'growtrace report, JSON schema v' + data.format_version +
                                                   '; the data is embedded in this file (script#growtrace-data).' })]);
 var noscript = root.querySelector('noscript');
 if (noscript) noscript.remove();
 document.body.setAttribute('data-rendered', 'true');
 })();
-</script>
-</body>
-</html>
-)GTHTML";
-
-}  // namespace growtrace

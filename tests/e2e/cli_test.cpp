@@ -272,5 +272,45 @@ TEST(Cli, AnalyzeRefusesUnwritableReport) {
     EXPECT_EQ(r.err, "growtrace: error: cannot write report to " + report + ": No such file or directory\n");
 }
 
+
+// The question after a fix: the memo table that grows (before) against the LRU that stops
+// (after), each way round, from traces and from a saved JSON analysis.
+TEST(Cli, DiffSaysWhatIsGoneAndFailsOnNewGrowth) {
+    ScratchDir dir;
+    const std::string growing = dir / "memo.gtrace", bounded = dir / "lru.gtrace";
+    trace_program(dir, growing, {GT_PROGRAM_MEMO_TABLE, "1000", "2000"});
+    trace_program(dir, bounded, {GT_PROGRAM_BOUNDED_LRU, "20000", "500", "1000", "10"});
+
+    ProcessResult fixed = growtrace({"diff", growing, bounded});
+    EXPECT_EQ(fixed.exit_code, 0) << fixed.describe() << fixed.err;
+    EXPECT_TRUE(contains(fixed.out, "\ngone: memory allocated in (anonymous namespace)::remember_result(unsigned long) (memo_table.cpp:")) << fixed.out;
+    EXPECT_FALSE(contains(fixed.out, "\nnew: ")) << fixed.out;
+
+    const std::string saved = dir / "memo.json";
+    ASSERT_EQ(growtrace({"analyze", growing, "--json", "-o", saved}).exit_code, 0);
+    ProcessResult regressed = growtrace({"diff", bounded, saved, "--json"});
+    EXPECT_EQ(regressed.exit_code, 3) << regressed.describe() << regressed.err;
+    const nlohmann::json d = nlohmann::json::parse(regressed.out);
+    ASSERT_EQ(d["root_causes"].size(), 1u) << d.dump(2);
+    EXPECT_EQ(d["root_causes"][0]["status"], "new");
+    EXPECT_EQ(d["before"]["root_causes"], 0);
+
+    ProcessResult same = growtrace({"diff", growing, saved});
+    EXPECT_EQ(same.exit_code, 0) << same.out;
+    EXPECT_TRUE(contains(same.out, "\nstill growing: memory allocated in (anonymous namespace)::remember_result(unsigned long) (memo_table.cpp:")) << same.out;
+}
+
+TEST(Cli, DiffRefusesWhatIsNotAnAnalysis) {
+    ScratchDir dir;
+    const std::string junk = dir / "junk.json";
+    write_file(junk, "{\"hello\": 1}");
+    ProcessResult r = growtrace({"diff", junk, junk});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "growtrace: error: BEFORE is not a growtrace analysis (no \"findings\")\n");
+    ProcessResult missing = growtrace({"diff", dir / "nope.gtrace", junk});
+    EXPECT_EQ(missing.exit_code, 2);
+    EXPECT_TRUE(contains(missing.err, "cannot read " + (dir / "nope.gtrace") + ": No such file or directory")) << missing.err;
+}
+
 }  // namespace
 }  // namespace growtrace::e2e

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include "analyzer/record_decoder.h"
-#include "analyzer/trace_error.h"
 
 namespace growtrace {
 
@@ -315,10 +314,6 @@ AnalysisResult analyze_trace(const std::string& path) {
     Symbolizer symbolizer;
     Collector c(model, symbolizer);
     const ReadSummary summary = read_trace(path, c);
-    if (summary.records == 0)
-        throw TraceError(fmt::format("trace {} holds no records, only its {}-byte file header: the process ended, "
-                                     "exec'd or was killed before the tracer's first flush",
-                                     path, summary.file_size));
 
     AnalysisResult out;
     out.trace_format_version = summary.version;
@@ -389,11 +384,16 @@ AnalysisResult analyze_trace(const std::string& path) {
     out.timeline = build_timeline(r, c, window_s);
     add_python_findings(out, c, symbolizer);
 
-    if (!out.ended_cleanly)
+    if (summary.records == 0)
+        out.warnings.push_back(fmt::format("trace holds no records, only its {}-byte file header: the process ended, "
+                                           "exec'd or was killed (or the disk filled) before the tracer's first flush; "
+                                           "there is nothing to analyse",
+                                           summary.file_size));
+    else if (!out.ended_cleanly)
         out.warnings.push_back(c.execed ? "trace ends where the process exec'd another program (traced to a file of its own)"
                                         : "trace has no end record (the process was killed or is still running); "
                                           "analysed up to its last flush");
-    if (!c.seen_process())
+    if (summary.records && !c.seen_process())
         out.warnings.push_back("trace has no Process record: the process id and command are unknown");
     for (const auto& e : c.tracer_errors)
         out.warnings.push_back(fmt::format("tracer error at {:.3f} s: {}", c.clock.seconds(static_cast<double>(e.ticks)), e.message));

@@ -104,12 +104,18 @@ void write_not_finding_caches(const AnalysisResult& r, std::ostream& out) {
 void write_text_report(const AnalysisResult& r, std::ostream& out) {
     for (const auto& w : r.warnings) out << "warning: " << w << '\n';
     const size_t total = finding_count(r);
+    const bool unnamed = r.pid == 0 && r.command.empty();
+    if (unnamed && total == 0 && r.totals.allocations == 0) {
+        out << "nothing to report: the trace names no process and holds no allocation (see the warning above)\n";
+        return;
+    }
+    const std::string who = unnamed ? std::string("an unnamed process") : r.command;
     if (total == 0) {
-        out << fmt::format("no unbounded growth found in {} (pid {}, {:.1f} s, {} allocations)\n", r.command, r.pid,
+        out << fmt::format("no unbounded growth found in {} (pid {}, {:.1f} s, {} allocations)\n", who, r.pid,
                            r.duration_s, r.totals.allocations);
     } else {
         out << fmt::format("{} unbounded growth finding{} in {} (pid {}, {:.1f} s)\n", total, total == 1 ? "" : "s",
-                           r.command, r.pid, r.duration_s);
+                           who, r.pid, r.duration_s);
     }
     size_t number = 0;
     for (const auto& c : r.cache_findings) {

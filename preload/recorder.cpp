@@ -340,11 +340,11 @@ void emit_process_record(const char* parent_trace) {
     const char* exe = module_map_program_path();
     char cmdline[3072];
     size_t cmdline_size = 0;
-    OwnFd fd;
-    if (fd.open("/proc/self/cmdline", O_RDONLY)) {
-        ssize_t r = read(fd.raw(), cmdline, sizeof cmdline);
+    int fd = open_for_tracer("/proc/self/cmdline", O_RDONLY);
+    if (fd >= 0) {
+        ssize_t r = read(fd, cmdline, sizeof cmdline);
         cmdline_size = r > 0 ? static_cast<size_t>(r) : 0;
-        fd.close();
+        close(fd);
     }
     if (cmdline_size && cmdline[cmdline_size - 1] == '\0') --cmdline_size;
     format::RecordEncoder rec(RecordKind::Process);

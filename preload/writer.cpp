@@ -43,8 +43,6 @@ std::atomic<bool> g_scan_requested{false};
 
 TraceFile* g_file = nullptr;
 unsigned g_tick_ms = 100;
-// /proc/self/stat: the RSS of the time marks, and whether the program's threads have all ended.
-constinit OwnFd g_stat;
 // How often the writer looks whether the program ended, whatever the tick.
 constexpr unsigned kWatchMs = 100;
 
@@ -65,13 +63,14 @@ bool reserve(uint8_t*& data, size_t& capacity, size_t needed) {
     return true;
 }
 
-// The program may have closed our descriptor: open it again (it is out of its way).
+// /proc/self/stat: the RSS of the time marks, and whether the program's threads have all
+// ended. Opened for each read: no descriptor of ours stays in the program's table.
 bool read_stat(ProcessStat& stat) {
-    if (g_stat.get() < 0) {
-        g_stat.close();
-        if (!g_stat.open("/proc/self/stat", O_RDONLY)) return false;
-    }
-    return read_process_stat(g_stat.raw(), stat);
+    int fd = open_for_tracer("/proc/self/stat", O_RDONLY);
+    if (fd < 0) return false;
+    bool read = read_process_stat(fd, stat);
+    close(fd);
+    return read;
 }
 
 uint64_t read_rss_bytes() {
@@ -106,7 +105,8 @@ void write_block_now() {
     if (!g_file->write_block(g_block, g_block_used)) {
         g_write_failed = true;
         char why[4200];
-        snprintf(why, sizeof why, "cannot write trace to %s: %s", g_file->path(), strerror(g_file->last_error()));
+        if (g_file->was_removed()) snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
+        else snprintf(why, sizeof why, "cannot write trace to %s: %s", g_file->path(), strerror(g_file->last_error()));
         recorder_fail(why);
     }
     g_block_used = 0;
@@ -189,12 +189,6 @@ void cycle(bool final) {
             append(bytes, end.finish(bytes));
         }
         write_block_now();
-        if (!g_write_failed && g_file->was_removed()) {
-            g_write_failed = true;
-            char why[4200];
-            snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
-            recorder_fail(why);
-        }
         if (final || g_write_failed) g_file->close();
     }
     pthread_mutex_unlock(&g_cycle_mutex);
@@ -229,7 +223,6 @@ void* writer_main(void*) {
 }
 
 bool spawn_thread() {
-    g_stat.open("/proc/self/stat", O_RDONLY);
     int rc = start_tracer_thread(writer_main, nullptr);
     if (rc != 0) log_line("cannot start the writer thread: %s; tracing disabled", strerror(rc));
     return rc == 0;
@@ -298,7 +291,6 @@ void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_m
     pthread_mutex_init(&g_wake_mutex, nullptr);
     pthread_cond_init(&g_wake_cond, nullptr);
     g_wake = g_stop = false;
-    g_stat.close();  // the parent's
     tracer_threads_forget_after_fork();
     g_file = file;
     g_tick_ms = tick_ms;
@@ -318,7 +310,6 @@ void writer_reset_for_attach() {
     pthread_mutex_lock(&g_wake_mutex);
     g_wake = g_stop = false;
     pthread_mutex_unlock(&g_wake_mutex);
-    g_stat.close();
     pool_resume_waiting();
 }
 

@@ -30,10 +30,11 @@
 //                                only a signal ends the process
 //   fork-from-thread             a second thread forks; the child allocates (child_keep) and
 //                                returns from that thread, which ends it with status 0
-//   fd-status                    prints the descriptors 0..255 that are open (fstat), like
-//                                CPython's test.support fd_status.py
+//   fd-status                    prints the open descriptors found by fstat up to the limit
+//                                (like CPython's test fd_status.py) and those in /proc/self/fd
 //   pass-fds SELF                opens two descriptors and a pipe, then a child redirects its
 //                                output to the pipe and execs SELF fd-status; prints its line
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -450,11 +452,24 @@ int mode_fork_from_thread() {
 // --- descriptors a program can see ---
 int mode_fd_status() {
     long max = sysconf(_SC_OPEN_MAX);
-    if (max < 0 || max > 256) max = 256;
+    if (max < 0 || max > (1 << 20)) max = 1 << 20;
     const char* separator = "";
     for (int fd = 0; fd < max; ++fd) {
         struct stat st;
         if (fstat(fd, &st) != 0) continue;
+        printf("%s%d", separator, fd);
+        separator = ",";
+    }
+    printf("\n");
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir) die("opendir");
+    std::vector<int> listed;
+    while (dirent* entry = readdir(dir))
+        if (entry->d_name[0] != '.' && atoi(entry->d_name) != dirfd(dir)) listed.push_back(atoi(entry->d_name));
+    closedir(dir);
+    std::sort(listed.begin(), listed.end());
+    separator = "";
+    for (int fd : listed) {
         printf("%s%d", separator, fd);
         separator = ",";
     }

@@ -12,8 +12,12 @@
 //       -4   no allocation call site found to redirect
 //       -5   the library cannot find its own hooks
 //   int growtrace_attach_stop(void)
-//       >= 0 slots restored; the trace ends with an End record and is closed
+//       >= 0 slots restored; the trace ends with an End record and is closed (the writer
+//            thread, "growtrace-wr", is gone once it is; for a CPython process that happens
+//            on a thread of ours once it has the GIL)
 //       -1   not attached
+//   const char* growtrace_attach_output(void)
+//       the trace of the current attach, or of the last one; "" if there was none
 #pragma once
 
 namespace growtrace::preload {

@@ -112,6 +112,7 @@ void unlock(ThreadState* ts) { ts->busy.store(false, std::memory_order_release);
 void on_thread_exit(void* arg) {
     auto* ts = static_cast<ThreadState*>(arg);
     RecursionGuard guard;
+    if (current_tid() == static_cast<uint32_t>(g_pid)) writer_note_main_thread_ended();
     lock(ts);
     Buffer* b = ts->buffer;
     ts->buffer = nullptr;

@@ -130,9 +130,12 @@ bool TraceFile::write_all(int fd, const void* data, size_t size) {
 
 bool TraceFile::write_block(const uint8_t* records, size_t size) {
     if (!open_ || size == 0) return open_;
+    // Compressed and checksummed first: the descriptor is open for the write alone.
+    format::BlockHeader header{};
+    const uint8_t* payload = encode_block(records, size, header);
     int fd = open_to_append();
     if (fd < 0) return false;
-    bool written = write_block_parts(fd, records, size);
+    bool written = write_encoded(fd, header, payload);
     // The disk took part of the block (full, quota): cut the file back to the previous block
     // boundary, so what was written stays a readable trace ending at a whole block.
     if (!written) {
@@ -141,10 +144,11 @@ bool TraceFile::write_block(const uint8_t* records, size_t size) {
         last_errno_ = saved;
     }
     ::close(fd);
+    if (written) complete_size_ += sizeof header + header.stored_size;
     return written;
 }
 
-bool TraceFile::write_block_parts(int fd, const uint8_t* records, size_t size) {
+const uint8_t* TraceFile::encode_block(const uint8_t* records, size_t size, format::BlockHeader& header) {
     if (!zstd_) zstd_ = ZSTD_createCCtx();
     size_t bound = ZSTD_compressBound(size);
     if (bound > compressed_capacity_) {
@@ -152,7 +156,6 @@ bool TraceFile::write_block_parts(int fd, const uint8_t* records, size_t size) {
         compressed_ = static_cast<uint8_t*>(malloc(bound + sizeof(format::BlockHeader)));
         compressed_capacity_ = compressed_ ? bound : 0;
     }
-    format::BlockHeader header{};
     header.magic = format::kBlockMagic;
     header.raw_size = static_cast<uint32_t>(size);
     const uint8_t* payload = records;
@@ -171,31 +174,28 @@ bool TraceFile::write_block_parts(int fd, const uint8_t* records, size_t size) {
     }
     header.stored_size = static_cast<uint32_t>(stored);
     header.checksum = format::crc32c_update(format::crc32c(&header, format::kChecksummedBytes), payload, stored);
+    if (payload != records) memcpy(compressed_, &header, sizeof header);
+    return payload;
+}
+
+bool TraceFile::write_encoded(int fd, const format::BlockHeader& header, const uint8_t* payload) {
+    size_t stored = header.stored_size;
     // Header and payload in one write() so a SIGKILL leaves no half block.
-    if (payload != records) {
-        memcpy(compressed_, &header, sizeof header);
-        if (!write_all(fd, compressed_, sizeof header + stored)) return false;
-        complete_size_ += sizeof header + stored;
-        return true;
-    }
-    iovec parts[2] = {{&header, sizeof header}, {const_cast<uint8_t*>(records), size}};
+    if (payload == compressed_ + sizeof header) return write_all(fd, compressed_, sizeof header + stored);
+    iovec parts[2] = {{const_cast<format::BlockHeader*>(&header), sizeof header}, {const_cast<uint8_t*>(payload), stored}};
     ssize_t n = writev(fd, parts, 2);
-    if (n == static_cast<ssize_t>(sizeof header + size)) {
-        complete_size_ += sizeof header + size;
-        return true;
-    }
+    if (n == static_cast<ssize_t>(sizeof header + stored)) return true;
     if (n < 0) {
         last_errno_ = errno;
         return false;
     }
     // A short write: finish it piece by piece.
     size_t done = static_cast<size_t>(n);
-    if (done < sizeof header && !write_all(fd, reinterpret_cast<uint8_t*>(&header) + done, sizeof header - done))
+    if (done < sizeof header &&
+        !write_all(fd, reinterpret_cast<const uint8_t*>(&header) + done, sizeof header - done))
         return false;
     size_t payload_done = done > sizeof header ? done - sizeof header : 0;
-    if (!write_all(fd, records + payload_done, size - payload_done)) return false;
-    complete_size_ += sizeof header + size;
-    return true;
+    return write_all(fd, payload + payload_done, stored - payload_done);
 }
 
 void TraceFile::abandon() {

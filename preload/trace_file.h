@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/trace_format.h"
+
 namespace growtrace::preload {
 
 class TraceFile {
@@ -42,7 +44,10 @@ private:
     // Opens the file to append a block; -1 if it is gone or cannot be opened.
     int open_to_append();
     bool write_all(int fd, const void* data, size_t size);
-    bool write_block_parts(int fd, const uint8_t* records, size_t size);
+    // Fills `header` and returns the payload to store: the records, or their zstd frame (then
+    // right after a copy of the header in compressed_, for one write).
+    const uint8_t* encode_block(const uint8_t* records, size_t size, format::BlockHeader& header);
+    bool write_encoded(int fd, const format::BlockHeader& header, const uint8_t* payload);
 
     bool open_ = false;
     bool removed_ = false;

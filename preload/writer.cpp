@@ -43,8 +43,15 @@ std::atomic<bool> g_scan_requested{false};
 
 TraceFile* g_file = nullptr;
 unsigned g_tick_ms = 100;
-// How often the writer looks whether the program ended, whatever the tick.
+// How often the writer reads /proc/self/stat: for the RSS of its time marks and to see whether
+// the program's threads have all ended, once a second; every kWatchMs (whatever the tick) once
+// the main thread has ended, the only way all can end without exit(). Each read opens the file
+// for a moment (preload/descriptors.h): rarely, then.
 constexpr unsigned kWatchMs = 100;
+constexpr uint64_t kStatPeriodNs = 1000000000u;
+std::atomic<bool> g_main_thread_ended{false};
+uint64_t g_stat_read_ns = 0;  // when it was last read (writer thread)
+uint64_t g_rss_bytes = 0;     // as it said then
 
 constinit TraceCompactor g_compactor;
 std::atomic<uint64_t> g_exit_ticks{0};  // writer_note_exit
@@ -73,15 +80,22 @@ bool read_stat(ProcessStat& stat) {
     return read;
 }
 
-uint64_t read_rss_bytes() {
+// Reads /proc/self/stat if it is due; true when the program's threads have all ended.
+bool program_ended() {
+    uint64_t now = monotonic_ns();
+    if (g_stat_read_ns && now - g_stat_read_ns < kStatPeriodNs && !g_main_thread_ended.load(std::memory_order_relaxed))
+        return false;
+    g_stat_read_ns = now;
     ProcessStat stat;
-    if (!read_stat(stat)) return 0;
-    return stat.rss_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    if (!read_stat(stat)) return false;
+    // A main thread that ended has no memory of its own to count: keep the last figure.
+    if (stat.rss_pages) g_rss_bytes = stat.rss_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    return program_has_ended(stat);
 }
 
-bool program_ended() {
-    ProcessStat stat;
-    return read_stat(stat) && program_has_ended(stat);
+uint64_t read_rss_bytes() {
+    if (!g_stat_read_ns) program_ended();
+    return g_rss_bytes;
 }
 
 timespec after_ms(unsigned ms) {
@@ -255,16 +269,19 @@ void writer_request_module_scan() {
 
 void writer_wake() { pthread_cond_signal(&g_wake_cond); }
 
+void writer_note_main_thread_ended() { g_main_thread_ended.store(true); }
+
+// The writer thread is told to stop only after the final cycle: once it is gone the trace is
+// complete (`growtrace detach` waits for that). A cycle it runs meanwhile finds the file closed.
 void writer_flush(bool final) {
     RecursionGuard guard;
-    if (final) {
-        pthread_mutex_lock(&g_wake_mutex);
-        g_stop = true;
-        pthread_cond_signal(&g_wake_cond);
-        pthread_mutex_unlock(&g_wake_mutex);
-    }
     cycle(final);
-    if (final) pool_stop_waiting();
+    if (!final) return;
+    pthread_mutex_lock(&g_wake_mutex);
+    g_stop = true;
+    pthread_cond_signal(&g_wake_cond);
+    pthread_mutex_unlock(&g_wake_mutex);
+    pool_stop_waiting();
 }
 
 void writer_prepare_fork() {
@@ -292,6 +309,8 @@ void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_m
     pthread_cond_init(&g_wake_cond, nullptr);
     g_wake = g_stop = false;
     tracer_threads_forget_after_fork();
+    g_main_thread_ended.store(false);
+    g_stat_read_ns = 0;
     g_file = file;
     g_tick_ms = tick_ms;
     if (keep_tracing) spawn_thread();
@@ -310,6 +329,7 @@ void writer_reset_for_attach() {
     pthread_mutex_lock(&g_wake_mutex);
     g_wake = g_stop = false;
     pthread_mutex_unlock(&g_wake_mutex);
+    g_stat_read_ns = 0;
     pool_resume_waiting();
 }
 

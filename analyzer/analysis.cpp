@@ -4,8 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <thread>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -17,27 +25,29 @@ namespace {
 
 // Maps ticks to seconds since process start: least-squares line through every
 // (ticks, monotonic_ns) pair the trace carries. Without two distinct points, ticks are taken
-// to be nanoseconds.
+// to be nanoseconds. The fit is kept as running means and co-moments (Welford), so a trace of
+// days, with a time mark every 100 ms, needs no memory per mark.
 class TickClock {
 public:
-    void add(uint64_t ticks, uint64_t ns) { points_.emplace_back(static_cast<double>(ticks), static_cast<double>(ns)); }
+    void add(uint64_t ticks, uint64_t ns) {
+        const double x = static_cast<double>(ticks), y = static_cast<double>(ns);
+        n_ += 1;
+        const double dx = x - mx_;
+        mx_ += dx / n_;
+        my_ += (y - my_) / n_;
+        sxx_ += dx * (x - mx_);
+        sxy_ += dx * (y - my_);
+    }
     void set_start(uint64_t ticks, uint64_t ns) {
         start_ticks_ = static_cast<double>(ticks);
         start_ns_ = static_cast<double>(ns);
         add(ticks, ns);
     }
     void fit() {
-        double n = 0, sx = 0, sy = 0;
-        for (auto [x, y] : points_) n += 1, sx += x, sy += y;
-        if (n >= 2) {
-            const double mx = sx / n, my = sy / n;
-            double sxx = 0, sxy = 0;
-            for (auto [x, y] : points_) sxx += (x - mx) * (x - mx), sxy += (x - mx) * (y - my);
-            if (sxx > 0 && sxy > 0) {
-                ns_per_tick_ = sxy / sxx;
-                intercept_ = my - ns_per_tick_ * mx;
-                return;
-            }
+        if (n_ >= 2 && sxx_ > 0 && sxy_ > 0) {
+            ns_per_tick_ = sxy_ / sxx_;
+            intercept_ = my_ - ns_per_tick_ * mx_;
+            return;
         }
         ns_per_tick_ = 1;
         intercept_ = start_ns_ - start_ticks_;
@@ -46,9 +56,150 @@ public:
     double ns_per_tick() const { return ns_per_tick_; }
 
 private:
-    std::vector<std::pair<double, double>> points_;
+    double n_ = 0, mx_ = 0, my_ = 0, sxx_ = 0, sxy_ = 0;
     double start_ticks_ = 0, start_ns_ = 0;
     double ns_per_tick_ = 1, intercept_ = 0;
+};
+
+// RSS marks for the timeline, one per time mark of the trace: past 2 x kMaxRssMarks every other
+// one is dropped, so a long trace keeps a bounded, evenly thinned series (the timeline has at
+// most 512 windows).
+constexpr size_t kMaxRssMarks = 4096;
+
+// Feeds the CPython tracker on a thread of its own (the analysis's second core): on a full
+// trace of a Python program it does as much work per event as the retention model, in hash
+// tables of its own, so the two run side by side. Events are handed over in batches, in file
+// order. Nothing before the first CPython record can matter to the tracker (no miss is open, no
+// class is known), so a native program's trace starts no thread at all.
+class PythonPipeline {
+public:
+    explicit PythonPipeline(PythonTracker& tracker) : tracker_(tracker) {}
+    // After an error in the trace (the reader threw): the worker stops, nothing is rethrown.
+    ~PythonPipeline() { stop(); }
+    PythonPipeline(const PythonPipeline&) = delete;
+    PythonPipeline& operator=(const PythonPipeline&) = delete;
+
+    bool started() const { return started_; }
+
+    void alloc(const AllocCompactEvent& e) {
+        if (!started_) return;
+        push(Event{Event::Alloc, 0, e.tid, e.ticks, e.size, e.stack_id, e.seq});
+    }
+    void free(const FreeCompactEvent& e) {
+        if (!started_) return;
+        push(Event{Event::Free, 0, e.tid, e.ticks, 0, 0, e.seq});
+    }
+    template <typename Record>
+    void record(const Record& r) {
+        start();
+        current_.records.emplace_back(r);
+        push(Event{Event::Record, static_cast<uint32_t>(current_.records.size() - 1), 0, 0, 0, 0, 0});
+    }
+
+    // Everything handed over has been applied when this returns (or the first exception the
+    // tracker threw is rethrown here).
+    void finish() {
+        if (!started_) return;
+        hand_over();
+        stop();
+        if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    }
+
+private:
+    struct Event {
+        enum Kind : uint8_t { Alloc, Free, Record } kind;
+        uint32_t record;
+        uint64_t tid, ticks, size, stack, seq;
+    };
+    using AnyRecord = std::variant<CacheCreateRecord, CacheInsertRecord, CacheSizeRecord, TypeCreateRecord>;
+    struct Batch {
+        std::vector<Event> events;
+        std::vector<AnyRecord> records;
+    };
+    static constexpr size_t kBatchEvents = 1 << 15;
+    static constexpr size_t kMaxQueued = 4;  // batches in flight: memory stays bounded
+
+    void stop() {
+        if (!started_) return;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+        }
+        ready_.notify_all();
+        if (worker_.joinable()) worker_.join();
+        started_ = false;
+    }
+    void start() {
+        if (started_) return;
+        started_ = true;
+        worker_ = std::thread([this] { run(); });
+    }
+    void push(const Event& e) {
+        current_.events.push_back(e);
+        if (current_.events.size() >= kBatchEvents) hand_over();
+    }
+    void hand_over() {
+        if (current_.events.empty()) return;
+        std::unique_lock<std::mutex> lock(mutex_);
+        space_.wait(lock, [&] { return queue_.size() < kMaxQueued; });
+        queue_.push_back(std::move(current_));
+        current_ = Batch{};
+        current_.events.reserve(kBatchEvents);
+        lock.unlock();
+        ready_.notify_one();
+    }
+    void run() {
+        for (;;) {
+            Batch batch;
+            {
+                std::unique_lock<std::mutex> lock(mutex_);
+                ready_.wait(lock, [&] { return !queue_.empty() || done_; });
+                if (queue_.empty()) return;
+                batch = std::move(queue_.front());
+                queue_.pop_front();
+            }
+            space_.notify_one();
+            if (error_) continue;  // drain; the first error is rethrown by finish()
+            try {
+                apply(batch);
+            } catch (...) {
+                error_ = std::current_exception();
+            }
+        }
+    }
+    void apply(const Batch& batch) {
+        for (const Event& e : batch.events) {
+            switch (e.kind) {
+                case Event::Alloc:
+                    tracker_.on_alloc_compact(AllocCompactEvent{e.tid, e.ticks, e.size, e.stack, e.seq});
+                    break;
+                case Event::Free:
+                    tracker_.on_free_compact(FreeCompactEvent{e.tid, e.ticks, e.seq});
+                    break;
+                case Event::Record:
+                    std::visit(
+                        [&](const auto& r) {
+                            using R = std::decay_t<decltype(r)>;
+                            if constexpr (std::is_same_v<R, CacheCreateRecord>) tracker_.on_cache_create(r);
+                            else if constexpr (std::is_same_v<R, CacheInsertRecord>) tracker_.on_cache_insert(r);
+                            else if constexpr (std::is_same_v<R, CacheSizeRecord>) tracker_.on_cache_size(r);
+                            else tracker_.on_type_create(r);
+                        },
+                        batch.records[e.record]);
+                    break;
+            }
+        }
+    }
+
+    PythonTracker& tracker_;
+    bool started_ = false;
+    Batch current_;
+    std::mutex mutex_;
+    std::condition_variable ready_, space_;
+    std::deque<Batch> queue_;
+    bool done_ = false;
+    std::exception_ptr error_;
+    std::thread worker_;
 };
 
 struct StackNode {
@@ -73,6 +224,13 @@ public:
         model_.set_origin(r.start_ticks);
     }
     bool seen_process() const { return seen_process_; }
+    void on_sampling(uint64_t mean_bytes) override {
+        if (seen_sampling_) return;  // only the first describes this trace
+        seen_sampling_ = true;
+        sample_period = mean_bytes;
+        model_.set_sample_period(mean_bytes);
+        python.set_sample_period(mean_bytes);
+    }
     void on_module(const ModuleRecord& r) override { symbolizer_.add_module(r, generation_); }
     void on_modules_reset(const ModulesResetRecord&) override { ++generation_; }
     void on_stack_node(const StackNodeRecord& r) override { nodes[r.id] = StackNode{r.parent, r.ip, generation_}; }
@@ -83,12 +241,12 @@ public:
     }
     void on_alloc_compact(const AllocCompactEvent& e) override {
         model_.on_alloc_compact(e);
-        python.on_alloc_compact(e);
+        python_feed_.alloc(e);
     }
     void on_free_compact(const FreeCompactEvent& e) override {
         if (at_shutdown(e.ticks)) return;
         model_.on_free_compact(e);
-        python.on_free_compact(e);
+        python_feed_.free(e);
     }
     // What a program frees once it has begun to exit (an interpreter tearing down its modules
     // and caches) is not its steady state: retention is measured when exiting began.
@@ -96,20 +254,31 @@ public:
         if (!exit_ticks || ticks < exit_ticks) exit_ticks = ticks;
     }
     bool at_shutdown(uint64_t ticks) const { return exit_ticks && ticks > exit_ticks; }
-    void on_cache_create(const CacheCreateRecord& r) override { python.on_cache_create(r); }
-    void on_cache_insert(const CacheInsertRecord& r) override { python.on_cache_insert(r); }
-    void on_cache_size(const CacheSizeRecord& r) override { python.on_cache_size(r); }
+    void on_cache_create(const CacheCreateRecord& r) override { python_feed_.record(r); }
+    void on_cache_insert(const CacheInsertRecord& r) override { python_feed_.record(r); }
+    void on_cache_size(const CacheSizeRecord& r) override { python_feed_.record(r); }
     // A class reported by the agent's gc scan comes without a stack: the allocation holding
-    // it has the one that created it.
+    // it has the one that created it (looked up here, where the retention model is).
     void on_type_create(const TypeCreateRecord& r) override {
-        if (r.stack_id || !r.allocation_seq) return python.on_type_create(r);
+        if (r.stack_id || !r.allocation_seq) return python_feed_.record(r);
         TypeCreateRecord with_stack = r;
         with_stack.stack_id = model_.live_stack_id(r.allocation_seq);
-        python.on_type_create(with_stack);
+        python_feed_.record(with_stack);
     }
+    // The tracker's state is complete (call once the trace is read).
+    void finish_python() { python_feed_.finish(); }
     void on_time_mark(const TimeMarkRecord& r) override {
         clock.add(r.ticks, r.monotonic_ns);
-        rss.emplace_back(r.ticks, r.rss_bytes);
+        if (rss_stride_ > 1 && marks_seen_++ % rss_stride_ != 0) {
+        } else {
+            rss.emplace_back(r.ticks, r.rss_bytes);
+            if (rss.size() > 2 * kMaxRssMarks) {
+                size_t out = 0;
+                for (size_t i = 0; i < rss.size(); i += 2) rss[out++] = rss[i];
+                rss.resize(out);
+                rss_stride_ *= 2;
+            }
+        }
         last_ticks = std::max(last_ticks, r.ticks);
     }
     void on_end(const EndRecord& r) override {
@@ -126,6 +295,7 @@ public:
     uint64_t pid = 0;
     bool execed = false;  // an Exec record: the image was replaced, its trace ends there
     std::string command;
+    uint64_t sample_period = 0;
     uint64_t start_ticks = 0;
     uint64_t exit_ticks = 0;  // 0 = no Exiting record
     uint64_t last_ticks = 0;
@@ -138,9 +308,13 @@ public:
     PythonTracker python;
 
 private:
+    PythonPipeline python_feed_{python};
     RetentionModel& model_;
     Symbolizer& symbolizer_;
     bool seen_process_ = false;
+    bool seen_sampling_ = false;
+    uint64_t rss_stride_ = 1;  // one mark in this many is kept
+    uint64_t marks_seen_ = 0;
     uint32_t generation_ = 0;
 };
 
@@ -186,17 +360,20 @@ std::string frames_key(const std::vector<Frame>& frames) {
     return key;
 }
 
-uint64_t peak_of(const std::vector<WindowBin>& bins) {
-    int64_t level = 0, peak = 0;
+double peak_of(const std::vector<WindowBin>& bins) {
+    double level = 0, peak = 0;
     for (const WindowBin& b : bins) {
-        level += static_cast<int64_t>(b.births_bytes) - static_cast<int64_t>(b.deaths_bytes);
+        level += b.births_bytes - b.deaths_bytes;
         peak = std::max(peak, level);
     }
-    return static_cast<uint64_t>(peak);
+    return peak;
 }
 
+// An estimate as a whole number for the reports (exact figures are whole already).
+uint64_t rounded(double v) { return v > 0 ? static_cast<uint64_t>(std::llround(v)) : 0; }
+
 GrowthSeries dense_series(const StackRetention& s, uint32_t windows, double window_s, size_t work_begin,
-                          size_t work_end) {
+                          size_t work_end, uint64_t sample_period) {
     GrowthSeries g;
     g.window_s = window_s;
     g.births_bytes.assign(windows, 0);
@@ -211,6 +388,9 @@ GrowthSeries dense_series(const StackRetention& s, uint32_t windows, double wind
         if (b.window < windows) g.survivor_bytes[b.window] += static_cast<double>(b.bytes);
     g.work_begin = work_begin;
     g.work_end = work_end;
+    g.sample_period = sample_period;
+    g.samples = s.samples;
+    g.live_samples = s.live_samples;
     return g;
 }
 
@@ -232,33 +412,35 @@ void merge_into(StackRetention& to, const StackRetention& from) {
     to.allocated_bytes += from.allocated_bytes;
     to.live_bytes += from.live_bytes;
     to.live_count += from.live_count;
+    to.samples += from.samples;
+    to.live_samples += from.live_samples;
+    to.live_bytes_variance += from.live_bytes_variance;
 }
 
 // Bytes held at the end of each window, from the sparse births/deaths bins.
 std::vector<uint64_t> retained_series(const std::vector<WindowBin>& bins, uint32_t windows) {
     std::vector<uint64_t> out(windows, 0);
-    int64_t level = 0;
+    double level = 0;
     size_t i = 0;
     for (uint32_t w = 0; w < windows; ++w) {
-        for (; i < bins.size() && bins[i].window <= w; ++i)
-            level += static_cast<int64_t>(bins[i].births_bytes) - static_cast<int64_t>(bins[i].deaths_bytes);
-        out[w] = static_cast<uint64_t>(std::max<int64_t>(level, 0));
+        for (; i < bins.size() && bins[i].window <= w; ++i) level += bins[i].births_bytes - bins[i].deaths_bytes;
+        out[w] = rounded(level);
     }
     return out;
 }
 
 std::vector<TimelinePoint> build_timeline(const RetentionResult& r, const Collector& c, double window_s) {
     std::vector<TimelinePoint> out;
-    int64_t level = 0;
+    double level = 0;
     size_t rss_i = 0;
     uint64_t rss = 0;
     std::vector<std::pair<uint64_t, uint64_t>> marks = c.rss;
     std::sort(marks.begin(), marks.end());
     for (uint32_t w = 0; w < r.num_windows; ++w) {
-        level += static_cast<int64_t>(r.heap[w].births_bytes) - static_cast<int64_t>(r.heap[w].deaths_bytes);
+        level += r.heap[w].births_bytes - r.heap[w].deaths_bytes;
         const uint64_t window_end = r.origin_ticks + (uint64_t{w} + 1) * r.window_ticks();
         while (rss_i < marks.size() && marks[rss_i].first < window_end) rss = marks[rss_i++].second;
-        out.push_back(TimelinePoint{(w + 1) * window_s, static_cast<uint64_t>(std::max<int64_t>(level, 0)), rss});
+        out.push_back(TimelinePoint{(w + 1) * window_s, rounded(level), rss});
     }
     return out;
 }
@@ -314,12 +496,14 @@ AnalysisResult analyze_trace(const std::string& path) {
     Symbolizer symbolizer;
     Collector c(model, symbolizer);
     const ReadSummary summary = read_trace(path, c);
+    c.finish_python();
 
     AnalysisResult out;
     out.trace_format_version = summary.version;
     out.ended_cleanly = summary.ended_cleanly;
     out.pid = c.pid;
     out.command = c.command;
+    out.sample_period = c.sample_period;
     out.children = c.children;
     const uint64_t last_ticks = std::max(c.last_ticks, model.max_ticks());
 
@@ -367,11 +551,14 @@ AnalysisResult analyze_trace(const std::string& path) {
     for (auto& [key, s] : merged) {
         GroupReport g = std::move(by_frames[key]);
         g.frames = fold_interpreter_frames(g.frames);
-        g.verdict = classify_growth(dense_series(s, r.num_windows, window_s, work_begin, work_end));
-        g.retained_bytes = s.live_bytes;
-        g.live_allocations = s.live_count;
-        g.allocations = s.allocations;
-        g.allocated_bytes = s.allocated_bytes;
+        g.verdict = classify_growth(dense_series(s, r.num_windows, window_s, work_begin, work_end, c.sample_period));
+        g.retained_bytes = rounded(s.live_bytes);
+        g.live_allocations = rounded(s.live_count);
+        g.allocations = rounded(s.allocations);
+        g.allocated_bytes = rounded(s.allocated_bytes);
+        g.samples = s.samples;
+        g.live_samples = s.live_samples;
+        g.retained_bytes_stderr = std::sqrt(std::max(0.0, s.live_bytes_variance));
         g.retained_series = retained_series(s.bins, r.num_windows);
         if (g.verdict.cls == GrowthClass::Unbounded) out.findings.push_back(std::move(g));
         else out.groups.push_back(std::move(g));

@@ -18,10 +18,16 @@ struct GroupReport {
     std::vector<uint64_t> stack_ids;  // leaf stack ids merged into this group (same frames)
     std::vector<Frame> frames;        // innermost first
     GrowthVerdict verdict;
+    // Estimates in a sampled trace (rounded), exact otherwise.
     uint64_t retained_bytes = 0;      // live at the end
     uint64_t live_allocations = 0;
     uint64_t allocations = 0;
     uint64_t allocated_bytes = 0;
+    // Sampled traces: the allocation records behind the figures, those live at the end, and
+    // the standard error of retained_bytes (0 in a full trace).
+    uint64_t samples = 0;
+    uint64_t live_samples = 0;
+    double retained_bytes_stderr = 0;
     // Bytes this group held at the end of each window (same windows as the timeline).
     std::vector<uint64_t> retained_series;
     // A growing cache whose missed entries hold (nearly) all of what this group retains:
@@ -64,6 +70,7 @@ struct AnalysisResult {
     double window_s = 0;
     uint32_t trace_format_version = 0;
     bool ended_cleanly = false;
+    uint64_t sample_period = 0;  // mean bytes between samples; 0 = every allocation recorded
     RetentionTotals totals;
     std::vector<GroupReport> findings;  // unbounded groups, largest retained first
     std::vector<GroupReport> groups;    // other significant groups, largest retained first

@@ -84,6 +84,10 @@ public:
         line(fmt::format("TracerError ticks={} message={}", r.ticks, quoted(r.message)));
     }
     void on_exiting(uint64_t ticks) override { line(fmt::format("Exiting ticks={}", ticks)); }
+    void on_sampling(uint64_t mean_bytes) override {
+        line(mean_bytes ? fmt::format("Sampling mean_bytes={} (every allocation record is a sample)", mean_bytes)
+                        : std::string("Sampling mean_bytes=0 (every allocation)"));
+    }
     void on_cache_create(const CacheCreateRecord& r) override {
         line(fmt::format("CacheCreate tid={} ticks={} cache={} flags={} maxsize={} wrapper=0x{:x} dict=0x{:x} "
                          "stack={} entries={} callable={} creator={}:{} ({}) names=[{}]",

@@ -15,6 +15,7 @@ const char* growth_class_name(GrowthClass c) {
         case GrowthClass::Bounded: return "bounded";
         case GrowthClass::Transient: return "transient";
         case GrowthClass::Stable: return "stable";
+        case GrowthClass::Undetermined: return "undetermined";
     }
     return "stable";
 }
@@ -93,9 +94,32 @@ double plateau_time(const std::vector<double>& level, double target, double wind
     return static_cast<double>(level.size()) * window_s;
 }
 
+GrowthVerdict classify_levels(const GrowthSeries& s);
+
 }  // namespace
 
 GrowthVerdict classify_growth(const GrowthSeries& s) {
+    GrowthVerdict v = classify_levels(s);
+    if (!s.sample_period || v.cls == GrowthClass::Stable) return v;
+    const bool needs_survivors = v.cls == GrowthClass::Unbounded || v.cls == GrowthClass::Bounded;
+    std::string thin;
+    if (s.samples < kMinSamplesToJudge)
+        thin = fmt::format("{} sample{}, at least {} needed", s.samples, s.samples == 1 ? "" : "s", kMinSamplesToJudge);
+    else if (needs_survivors && s.live_samples < kMinLiveSamplesToJudge)
+        thin = fmt::format("{} live sample{} at the end, at least {} needed", s.live_samples,
+                           s.live_samples == 1 ? "" : "s", kMinLiveSamplesToJudge);
+    if (thin.empty()) return v;
+    v.reason = fmt::format("too thinly sampled to judge ({}; one sample per {} allocated); the figures alone "
+                           "would say {}: {}",
+                           thin, human_bytes(static_cast<double>(s.sample_period)), growth_class_name(v.cls), v.reason);
+    v.cls = GrowthClass::Undetermined;
+    v.confidence = 0;
+    return v;
+}
+
+namespace {
+
+GrowthVerdict classify_levels(const GrowthSeries& s) {
     GrowthVerdict v;
     const size_t n = s.births_bytes.size();
     std::vector<double> level(n);
@@ -189,5 +213,7 @@ GrowthVerdict classify_growth(const GrowthSeries& s) {
     v.reason = failed;
     return v;
 }
+
+}  // namespace
 
 }  // namespace growtrace

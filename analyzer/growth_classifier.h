@@ -2,7 +2,8 @@
 // long as the program works (unbounded), grows and then stops (bounded), comes and goes
 // (transient), or is too small or too short-lived to judge (stable). A pure function of the
 // group's births/deaths per window and of the birth times of its survivors; see
-// docs/growth-classifier.md for the design.
+// docs/growth-classifier.md for the design. In a sampled trace the figures are estimates, and a
+// group resting on too few samples is left undetermined instead of being guessed at.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 
 namespace growtrace {
 
-enum class GrowthClass { Unbounded, Bounded, Transient, Stable };
+enum class GrowthClass { Unbounded, Bounded, Transient, Stable, Undetermined };
 
 const char* growth_class_name(GrowthClass c);  // "unbounded", "bounded", ...
 
@@ -24,6 +25,11 @@ struct GrowthSeries {
     // Growth is judged over the part of this span in which the group exists.
     size_t work_begin = 0;
     size_t work_end = 0;
+    // Sampled traces: mean bytes between samples (0: every allocation was recorded, and the
+    // figures are exact), the group's allocation records and those still live at the end.
+    uint64_t sample_period = 0;
+    uint64_t samples = 0;
+    uint64_t live_samples = 0;
 };
 
 struct GrowthVerdict {
@@ -59,6 +65,15 @@ inline constexpr double kMinLateSlopeRatio = 0.35;
 inline constexpr size_t kSurvivorPeriods = 8;
 inline constexpr double kMinSurvivorPeriodFraction = 0.75;
 inline constexpr double kMinPeriodShare = 0.25;
+
+// Sampled traces: a verdict other than "small" needs this many samples in the group, and
+// "unbounded" or "bounded" (which rest on the retained level and the ages of the survivors)
+// this many live ones at the end; with fewer the group is Undetermined. The relative error of
+// a sampled figure is about 1/sqrt(samples): 18 % at 32, and with 32 survivors spread over
+// kSurvivorPeriods periods each period expects 4, so an empty one is rare (e^-4 = 2 %).
+// Measured on synthetic sampled growth: tests/unit/analyzer_classifier_test.cpp.
+inline constexpr uint64_t kMinSamplesToJudge = 32;
+inline constexpr uint64_t kMinLiveSamplesToJudge = 32;
 
 GrowthVerdict classify_growth(const GrowthSeries& series);
 

@@ -5,6 +5,8 @@
 #include <set>
 
 #include "analyzer/growth_classifier.h"
+#include "format/sampling.h"
+#include "format/trace_format.h"
 
 namespace growtrace {
 namespace {
@@ -12,9 +14,14 @@ namespace {
 // Retained memory of a cache is binned this coarsely in ticks (~1.6 ms at 2.6 GHz): plenty for
 // curves, and memory per cache stays proportional to the run's length, not to its events.
 constexpr unsigned kRetainedBucketShift = 22;
+// A cache's series are kept to about this many points: past twice as many, they are merged
+// into coarser time steps (retained memory) or thinned to one point per step (entry counts).
+constexpr size_t kMaxSeriesPoints = 4096;
 constexpr size_t kMaxExampleKeys = 3;
 // Distinct keys kept per cache to choose the examples from (see example_keys_for).
+// A sampled trace writes only the first this many distinct descriptions of a cache's keys.
 constexpr size_t kMaxCandidateKeys = 64;
+static_assert(kMaxCandidateKeys == format::kSampledKeyDescriptionsPerCache);
 constexpr int kQuarters = 4;
 // A finding needs growth in at least this many of the four quarters of its active span, and
 // the latest growth in its second half: a cache that only fills at start-up is not one.
@@ -83,26 +90,32 @@ void PythonTracker::on_cache_create(const CacheCreateRecord& r) {
 }
 
 void PythonTracker::on_cache_insert(const CacheInsertRecord& r) {
-    auto& open = open_misses_[r.tid];
     if (r.phase != CacheInsertRecord::Begin) {
-        for (size_t i = open.size(); i-- > 0;) {
-            if (open[i].first == r.cache_id && open[i].second == r.insert_seq) {
-                open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
-                break;
+        if (auto it = open_misses_.find(r.tid); it != open_misses_.end()) {
+            auto& open = it->second;
+            for (size_t i = open.size(); i-- > 0;) {
+                if (open[i].first == r.cache_id && open[i].second == r.insert_seq) {
+                    open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
+                    break;
+                }
             }
+            if (open.empty()) open_misses_.erase(it);  // a thread per request would keep them all
         }
         if (r.phase == CacheInsertRecord::Stored) {
             Cache& c = cache(r.cache_id);
             c.samples.emplace_back(r.ticks, -2);  // placeholder: entries_before + 1, fixed below
+            compact_samples(c);
         }
         return;
     }
+    auto& open = open_misses_[r.tid];
     open.emplace_back(r.cache_id, r.insert_seq);
     Cache& c = cache(r.cache_id);
     if (c.insertions++ == 0) c.first_insert = r.ticks;
     c.first_insert = std::min(c.first_insert, r.ticks);
     c.last_insert = std::max(c.last_insert, r.ticks);
     c.samples.emplace_back(r.ticks, static_cast<int64_t>(r.entries_before));
+    compact_samples(c);
     ++c.inserting_stacks[r.stack_id];
     if (c.example_keys.size() < kMaxCandidateKeys &&
         std::find(c.example_keys.begin(), c.example_keys.end(), r.key_desc) == c.example_keys.end())
@@ -129,8 +142,41 @@ std::vector<std::string> example_keys_for(const std::vector<std::string>& candid
 }  // namespace
 
 void PythonTracker::on_cache_size(const CacheSizeRecord& r) {
-    for (const auto& [id, entries] : r.entries)
-        if (entries >= 0) cache(id).samples.emplace_back(r.ticks, entries);
+    for (const auto& [id, entries] : r.entries) {
+        if (entries < 0) continue;
+        Cache& c = cache(id);
+        c.samples.emplace_back(r.ticks, entries);
+        compact_samples(c);
+    }
+}
+
+namespace {
+// The entry counts of a series in tick order: a Stored marker (-2) is one more than the point
+// before it. Points with equal ticks keep their order in the file (a thread's miss, then its
+// store; a sampled trace puts thread events on a coarse time grid, so ties are common).
+void resolve_counts(std::vector<std::pair<uint64_t, int64_t>>& samples) {
+    std::stable_sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    int64_t current = 0;
+    for (auto& [ticks, entries] : samples) {
+        current = entries == -2 ? current + 1 : entries;
+        entries = current;
+    }
+}
+}  // namespace
+
+void PythonTracker::compact_samples(Cache& c) {
+    if (c.samples.size() <= 2 * kMaxSeriesPoints) return;
+    resolve_counts(c.samples);
+    // One point per step of time (the last in it), and the first point of all.
+    const uint64_t first = c.samples.front().first, last = c.samples.back().first;
+    const uint64_t step = std::max<uint64_t>(1, (last - first) / kMaxSeriesPoints + 1);
+    std::vector<std::pair<uint64_t, int64_t>> kept{c.samples.front()};
+    for (size_t i = 1; i < c.samples.size(); ++i) {
+        const bool last_of_step = i + 1 == c.samples.size() ||
+                                  (c.samples[i + 1].first - first) / step != (c.samples[i].first - first) / step;
+        if (last_of_step) kept.push_back(c.samples[i]);
+    }
+    c.samples = std::move(kept);
 }
 
 void PythonTracker::on_type_create(const TypeCreateRecord& r) {
@@ -140,22 +186,43 @@ void PythonTracker::on_type_create(const TypeCreateRecord& r) {
     types_by_address_[r.address].push_back(index);
 }
 
-void PythonTracker::add_retained(Cache& c, uint64_t ticks, int64_t bytes) {
-    uint64_t bucket = ticks >> kRetainedBucketShift;
-    if (!c.retained_deltas.empty() && c.retained_deltas.back().first == bucket) c.retained_deltas.back().second += bytes;
-    else c.retained_deltas.emplace_back(bucket, bytes);
+void PythonTracker::add_retained(Cache& c, uint64_t ticks, double bytes) {
+    uint64_t bucket = ticks >> (kRetainedBucketShift + c.retained_shift);
+    if (!c.retained_deltas.empty() && c.retained_deltas.back().first == bucket) {
+        c.retained_deltas.back().second += bytes;
+        return;
+    }
+    c.retained_deltas.emplace_back(bucket, bytes);
+    if (c.retained_deltas.size() <= 2 * kMaxSeriesPoints) return;
+    // Twice coarser, until few enough: memory follows the run's length only logarithmically.
+    std::sort(c.retained_deltas.begin(), c.retained_deltas.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    while (c.retained_deltas.size() > kMaxSeriesPoints) {
+        ++c.retained_shift;
+        size_t out = 0;
+        for (size_t i = 0; i < c.retained_deltas.size(); ++i) {
+            const uint64_t b = c.retained_deltas[i].first >> 1;
+            if (out && c.retained_deltas[out - 1].first == b) c.retained_deltas[out - 1].second += c.retained_deltas[i].second;
+            else c.retained_deltas[out++] = {b, c.retained_deltas[i].second};
+        }
+        c.retained_deltas.resize(out);
+    }
 }
 
 void PythonTracker::on_alloc_compact(const AllocCompactEvent& e) {
     auto it = open_misses_.find(e.tid);
     if (it == open_misses_.end() || it->second.empty()) return;
     uint64_t id = it->second.back().first;
+    const format::SampleWeight w = format::sample_weight(e.size, sample_period_);
+    if (w.count <= 0) return;  // a weightless record (sampled traces: a class object followed for its free)
     tagged_[e.seq] = {id, e.size, e.stack_id};
-    live_by_cache_stack_[{id, e.stack_id}] += e.size;
+    live_by_cache_stack_[{id, e.stack_id}] += w.bytes;
     Cache& c = cache(id);
-    c.live_bytes += e.size;
-    ++c.live_count;
-    add_retained(c, e.ticks, static_cast<int64_t>(e.size));
+    c.live_bytes += w.bytes;
+    c.live_count += w.count;
+    c.live_variance += w.variance;
+    ++c.live_samples;
+    add_retained(c, e.ticks, w.bytes);
 }
 
 void PythonTracker::on_free_compact(const FreeCompactEvent& e) {
@@ -166,16 +233,19 @@ void PythonTracker::on_free_compact(const FreeCompactEvent& e) {
     auto it = tagged_.find(e.seq);
     if (it == tagged_.end()) return;
     Cache& c = cache(it->second.cache_id);
-    c.live_bytes -= it->second.size;
-    --c.live_count;
-    add_retained(c, e.ticks, -static_cast<int64_t>(it->second.size));
-    live_by_cache_stack_[{it->second.cache_id, it->second.stack_id}] -= it->second.size;
+    const format::SampleWeight w = format::sample_weight(it->second.size, sample_period_);
+    c.live_bytes -= w.bytes;
+    c.live_count -= w.count;
+    c.live_variance -= w.variance;
+    --c.live_samples;
+    add_retained(c, e.ticks, -w.bytes);
+    live_by_cache_stack_[{it->second.cache_id, it->second.stack_id}] -= w.bytes;
     tagged_.erase(it);
 }
 
 uint64_t PythonTracker::live_cache_bytes(uint64_t cache_id, uint64_t stack_id) const {
     auto it = live_by_cache_stack_.find({cache_id, stack_id});
-    return it == live_by_cache_stack_.end() ? 0 : it->second;
+    return it == live_by_cache_stack_.end() || it->second <= 0 ? 0 : static_cast<uint64_t>(std::llround(it->second));
 }
 
 PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seconds, double end_s) {
@@ -185,32 +255,34 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
     // The class at an address when a key held it: the latest one created before; failing
     // that the first reported after, since a garbage-collector scan (the static build's
     // source) reports a class at the next collection, after it may already be in a key.
+    // Each address's classes in creation order (ticks, then file order): a key's class is then
+    // found by binary search (a long run reuses addresses for thousands of classes, and looks
+    // up a key's classes for every miss of every cache).
+    for (auto& [address, indices] : types_by_address_)
+        std::stable_sort(indices.begin(), indices.end(),
+                         [&](size_t a, size_t b) { return types_[a].info.ticks < types_[b].info.ticks; });
     auto class_at = [&](uint64_t address, uint64_t ticks) -> const ClassRecord* {
         auto it = types_by_address_.find(address);
         if (it == types_by_address_.end()) return nullptr;
-        const ClassRecord* before = nullptr;
-        const ClassRecord* after = nullptr;
-        for (size_t i : it->second) {
-            const ClassRecord& c = types_[i];
-            if (c.info.ticks <= ticks) {
-                if (!before || c.info.ticks > before->info.ticks) before = &c;
-            } else if (!after || c.info.ticks < after->info.ticks) {
-                after = &c;
-            }
+        const std::vector<size_t>& v = it->second;
+        auto by_ticks = [&](uint64_t t, size_t i) { return t < types_[i].info.ticks; };
+        auto next = std::upper_bound(v.begin(), v.end(), ticks, by_ticks);
+        if (next != v.begin()) {
+            // The latest at or before: the first of those created at that same tick.
+            const uint64_t latest = types_[*std::prev(next)].info.ticks;
+            auto first = std::lower_bound(v.begin(), next, latest,
+                                          [&](size_t i, uint64_t t) { return types_[i].info.ticks < t; });
+            return &types_[*first];
         }
-        return before ? before : after;
+        return next != v.end() ? &types_[*next] : nullptr;
     };
 
     for (auto& [id, c] : caches_) {
         if (c.insertions == 0) continue;
         // Stored markers carry no count: they stand for "one more than at the miss".
-        std::sort(c.samples.begin(), c.samples.end());
+        resolve_counts(c.samples);
         std::vector<Step> steps;
-        double current = 0;
-        for (const auto& [ticks, entries] : c.samples) {
-            current = entries == -2 ? current + 1 : static_cast<double>(entries);
-            steps.push_back({seconds(ticks), current});
-        }
+        for (const auto& [ticks, entries] : c.samples) steps.push_back({seconds(ticks), static_cast<double>(entries)});
         CacheFinding f;
         f.cache_id = id;
         f.wrapped = c.info.module.empty() ? c.info.qualname : c.info.module + "." + c.info.qualname;
@@ -222,14 +294,24 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         f.entries_first = steps.empty() ? 0 : static_cast<uint64_t>(steps.front().value);
         f.entries_last = steps.empty() ? 0 : static_cast<uint64_t>(steps.back().value);
         f.inserted_from_stack = most_frequent(c.inserting_stacks);
-        f.retained_bytes = c.live_bytes;
-        f.live_allocations = c.live_count;
+        f.retained_bytes = c.live_bytes > 0 ? static_cast<uint64_t>(std::llround(c.live_bytes)) : 0;
+        f.live_allocations = c.live_count > 0 ? static_cast<uint64_t>(std::llround(c.live_count)) : 0;
+        f.retained_samples = c.live_samples;
+        f.retained_bytes_stderr = std::sqrt(std::max(0.0, c.live_variance));
         for (const Step& s : steps) f.entries_over_time.push_back({s.t, s.value});
-        int64_t retained = 0;
+        std::sort(c.retained_deltas.begin(), c.retained_deltas.end(),
+                  [](const auto& a, const auto& b) { return a.first < b.first; });
+        double retained = 0;
         for (const auto& [bucket, delta] : c.retained_deltas) {
             retained += delta;
-            f.retained_over_time.push_back({seconds(bucket << kRetainedBucketShift), static_cast<double>(retained)});
+            f.retained_over_time.push_back(
+                {seconds(bucket << (kRetainedBucketShift + c.retained_shift)), std::max(0.0, retained)});
         }
+        // Sampled: with fewer than two live samples the memory its entries hold cannot be told
+        // from nothing (a sample stands for sample_period_ bytes), unless even three samples'
+        // worth would be too little to matter.
+        const bool memory_unknown = sample_period_ && c.live_samples < 2 &&
+                                    3.0 * static_cast<double>(sample_period_) >= kMinSignificantBytes;
 
         double begin = seconds(c.first_insert), last = seconds(c.last_insert);
         double span = std::max(end_s - begin, 1e-6);
@@ -245,11 +327,17 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
                        std::to_string(f.entries_last) + " at the end)";
         } else if (shape.growth < static_cast<double>(kMinCacheGrowthEntries)) {
             f.reason = "grew by " + std::to_string(static_cast<int64_t>(shape.growth)) + " entries only";
-        } else if (static_cast<double>(f.retained_bytes) < kMinSignificantBytes) {
+        } else if (!memory_unknown && static_cast<double>(f.retained_bytes) < kMinSignificantBytes) {
             f.reason = "holds only " + std::to_string(f.retained_bytes) + " bytes";
         } else if (shape.growing_quarters < kMinGrowingQuarters || !late) {
             f.reason = "filled early and then stopped growing (growth in " + std::to_string(shape.growing_quarters) +
                        " of 4 quarters of the run)";
+        } else if (memory_unknown) {
+            f.undetermined = true;
+            f.reason = "entries keep rising (growth in " + std::to_string(shape.growing_quarters) +
+                       " of 4 quarters), maxsize unbounded, but too thinly sampled to tell how much memory they "
+                       "hold (" + std::to_string(c.live_samples) + " live sample" + (c.live_samples == 1 ? "" : "s") +
+                       ", one per " + std::to_string(sample_period_) + " bytes allocated)";
         } else {
             f.unbounded = true;
             f.reason = "entries keep rising through the run (growth in " + std::to_string(shape.growing_quarters) +

@@ -45,6 +45,10 @@ struct CacheFinding {
     uint64_t inserted_from_stack = 0;  // most frequent inserting stack id
     uint64_t retained_bytes = 0;       // memory computed for entries, alive at the end
     uint64_t live_allocations = 0;
+    // Sampled traces: the live samples behind retained_bytes, and its standard error.
+    uint64_t retained_samples = 0;
+    double retained_bytes_stderr = 0;
+    bool undetermined = false;  // too thinly sampled to judge (reason says why)
     double growth_entries_per_s = 0;
     double growth_bytes_per_s = 0;
     double started_at_s = 0;
@@ -77,6 +81,9 @@ struct PythonFindings {
 
 class PythonTracker {
 public:
+    // The trace's Sampling record (mean bytes between samples, 0 = every allocation): what
+    // each allocation stands for (format/sampling.h). Before the first event.
+    void set_sample_period(uint64_t bytes) { sample_period_ = bytes; }
     void on_cache_create(const CacheCreateRecord& r);
     void on_cache_insert(const CacheInsertRecord& r);
     void on_cache_size(const CacheSizeRecord& r);
@@ -103,8 +110,10 @@ private:
         std::unordered_map<uint64_t, uint64_t> inserting_stacks;  // stack id -> count
         std::vector<std::string> example_keys;  // distinct, in order seen, up to a bound
         std::vector<std::pair<uint64_t, std::vector<uint64_t>>> key_types;  // ticks, addresses
-        uint64_t live_bytes = 0, live_count = 0;
-        std::vector<std::pair<uint64_t, int64_t>> retained_deltas;  // ticks bucket, bytes
+        double live_bytes = 0, live_count = 0, live_variance = 0;
+        uint64_t live_samples = 0;
+        std::vector<std::pair<uint64_t, double>> retained_deltas;  // ticks bucket, bytes
+        unsigned retained_shift = 0;  // buckets are 2^(kRetainedBucketShift + this) ticks
     };
     struct ClassRecord {
         TypeCreateRecord info;
@@ -117,12 +126,16 @@ private:
     };
 
     Cache& cache(uint64_t id);
-    void add_retained(Cache& c, uint64_t ticks, int64_t bytes);
+    void add_retained(Cache& c, uint64_t ticks, double bytes);
+    // Keeps a cache's entry-count series bounded: a long run with a busy cache would otherwise
+    // hold a point per insertion (the series only serves curves and quarter-by-quarter tests).
+    void compact_samples(Cache& c);
 
     std::unordered_map<uint64_t, Cache> caches_;
     std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> open_misses_;  // tid -> (cache, seq)
     std::unordered_map<uint64_t, Tag> tagged_;  // allocation seq -> cache
-    std::map<std::pair<uint64_t, uint64_t>, uint64_t> live_by_cache_stack_;  // (cache, stack) -> bytes
+    std::map<std::pair<uint64_t, uint64_t>, double> live_by_cache_stack_;  // (cache, stack) -> bytes
+    uint64_t sample_period_ = 0;
     std::vector<ClassRecord> types_;
     std::unordered_map<uint64_t, size_t> type_by_allocation_;  // allocation seq -> types_ index
     std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;

@@ -297,6 +297,9 @@ void RecordDecoder::decode(const RawRecord& rec) {
         case RecordKind::Exiting:
             visitor_.on_exiting(get_varint(rec, c));
             return;
+        case RecordKind::Sampling:
+            visitor_.on_sampling(get_varint(rec, c));
+            return;
         case RecordKind::CacheSize: {
             CacheSizeRecord r;
             r.ticks = get_varint(rec, c);

@@ -41,6 +41,9 @@ public:
     virtual void on_type_create(const TypeCreateRecord&) {}
     // The program began to exit at these ticks (Exiting record).
     virtual void on_exiting(uint64_t /*ticks*/) {}
+    // How allocations were recorded (Sampling record, v3): mean bytes between samples, 0 =
+    // every allocation. Traces before v3 have none: every allocation.
+    virtual void on_sampling(uint64_t /*mean_bytes*/) {}
     // CPython records (0x30..0x3f) until their layout is specified, and kinds this analyzer
     // does not know (written by a newer tracer): skipped by length, shown raw by the dumper.
     virtual void on_unknown(const RawRecord&) {}

@@ -59,6 +59,7 @@ ol.stack .loc { color: var(--muted); }
 .tag.cls-unbounded { background: var(--bad-bg); color: var(--bad); }
 .tag.cls-bounded { background: #e3f2fd; color: #1565c0; }
 .tag.cls-transient { background: #f3e5f5; color: #6a1b9a; }
+.tag.cls-undetermined { background: #fff8e1; color: #8d6e00; }
 svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
 .chart { width: 100%; height: auto; display: block; }
 .flame { width: 100%; display: block; cursor: pointer; }
@@ -133,6 +134,14 @@ function seconds(s) {
   return (s / 60).toFixed(1) + ' min';
 }
 function count(n) { return num(n).toLocaleString('en-US'); }
+// A sampled trace's sizes and counts are estimates (JSON sampling.mean_bytes > 0): shown with
+// one standard error and the samples behind them.
+function sampled() { return num((data.sampling || {}).mean_bytes) > 0; }
+function estBytes(b, se, n) {
+  if (!sampled()) return bytes(b);
+  return bytes(b) + ' \u00b1 ' + bytes(se) + (n === undefined ? '' : ' (' + count(n) + ' sample' + (num(n) === 1 ? '' : 's') + ')');
+}
+function estCount(n) { return (sampled() ? '\u2248 ' : '') + count(n); }
 function basename(p) { p = String(p || ''); var i = p.lastIndexOf('/'); return i < 0 ? p : p.slice(i + 1); }
 function frameLabel(f) { return f && f.function ? f.function : '??'; }
 function frameWhere(f) {
@@ -374,10 +383,12 @@ function header() {
   box.appendChild(facts([
     ['pid', String(data.pid)],
     ['duration', seconds(data.duration_s)],
-    ['allocations', count(t.allocations)],
-    ['frees', count(t.frees)],
+    ['allocations', estCount(t.allocations)],
+    ['frees', estCount(t.frees)],
     ['traced heap peak', bytes(t.peak_bytes)],
-    ['retained at end', bytes(t.retained_bytes) + ' in ' + count(t.live_allocations) + ' blocks'],
+    ['retained at end', bytes(t.retained_bytes) + ' in ' + estCount(t.live_allocations) + ' blocks'],
+    sampled() ? ['sampling', 'one sample per ' + bytes(data.sampling.mean_bytes) + ' allocated on average (' +
+                 count(t.samples) + ' samples); sizes and counts are estimates, cache entries and classes exact'] : null,
     ['analysis window', seconds(data.window_s)],
     ['trace', 'format v' + data.trace_format_version + (data.ended_cleanly ? '' : ', no end record')]
   ]));
@@ -494,9 +505,9 @@ function findingCard(f, i) {
   grid.appendChild(el('div', null, lineChart(series, { width: 640, height: 250, label: 'finding ' + (i + 1) + ' over time', tmax: num(data.duration_s) })));
   grid.appendChild(el('div', null, [
     kvTable([
-      ['retained at end', bytes(f.retained_bytes)],
-      ['live allocations', count(f.live_allocations)],
-      ['allocations', count(f.allocations) + ('allocated_bytes' in f ? ' (' + bytes(f.allocated_bytes) + ')' : '')],
+      ['retained at end', estBytes(f.retained_bytes, f.retained_bytes_stderr, f.live_samples)],
+      ['live allocations', estCount(f.live_allocations)],
+      ['allocations', estCount(f.allocations) + ('allocated_bytes' in f ? ' (' + bytes(f.allocated_bytes) + ')' : '')],
       ['growth rate', bytes(f.growth_bytes_per_s) + '/s'],
       ['growing since', seconds(f.started_at_s)],
       ['confidence', num(f.confidence).toFixed(2)],
@@ -549,7 +560,8 @@ function flameSection() {
 var CLASS_WHY = {
   bounded: 'grew, then stopped: a cache with a limit or a table built once',
   transient: 'came and went: the memory was given back',
-  stable: 'too small or too short-lived to show a trend'
+  stable: 'too small or too short-lived to show a trend',
+  undetermined: 'too thinly sampled to judge'
 };
 function sparkline(values) {
   var W = 140, H = 28, pts = seriesPoints(values);
@@ -581,7 +593,7 @@ function groupsSection() {
       el('td', { 'class': 'mono' }, [el('span', { 'class': 'fn', title: frameLabel(kf), text: shorten(frameLabel(kf), 90) }), el('br'),
                                      el('span', { 'class': 'muted', text: frameWhere(kf) + (kf && kf.module ? '  [' + kf.module + ']' : '') })]),
       el('td', null, sparkline(g.retained_series)),
-      el('td', { text: bytes(g.retained_bytes) + ' / ' + bytes(g.peak_bytes) }),
+      el('td', { text: estBytes(g.retained_bytes, g.retained_bytes_stderr, g.live_samples) + ' / ' + bytes(g.peak_bytes) }),
       el('td', { text: why })
     ]));
   });
@@ -606,7 +618,7 @@ function cachesSection() {
     ['cache', function (c) { return c.name || c.wrapped || '?'; }, 'mono'],
     ['created at', function (c) { return c.location || ''; }, 'mono'],
     ['entries', function (c) { return count(c.entries_last) + (c.maxsize === null || c.maxsize === undefined ? ' (no limit)' : ' of max ' + count(c.maxsize)); }],
-    ['retained', function (c) { return bytes(c.retained_bytes); }],
+    ['retained', function (c) { return estBytes(c.retained_bytes, c.retained_bytes_stderr, c.retained_samples); }],
     ['why not a finding', function (c) { return c.reason || ''; }]
   ]);
 }

@@ -1,10 +1,22 @@
 #include "analyzer/report_json.h"
 
+#include <cmath>
+
 namespace growtrace {
 
 namespace {
 
 using nlohmann::json;
+
+// Estimates (sampled traces) as whole numbers, like the exact figures of full traces.
+uint64_t whole(double v) { return v > 0 ? static_cast<uint64_t>(std::llround(v)) : 0; }
+
+// Fields added for sampled traces (0 and 0 in a full trace, whose figures are exact).
+void add_sampling_fields(json& j, uint64_t samples, uint64_t live_samples, double stderr_bytes) {
+    j["samples"] = samples;
+    j["live_samples"] = live_samples;
+    j["retained_bytes_stderr"] = stderr_bytes;
+}
 
 json frames_json(const std::vector<Frame>& frames) {
     json out = json::array();
@@ -20,7 +32,7 @@ json frames_json(const std::vector<Frame>& frames) {
 }
 
 json finding_json(const GroupReport& g) {
-    return {{"kind", "unbounded_growth"},
+    json j = {{"kind", "unbounded_growth"},
             {"retained_bytes", g.retained_bytes},
             {"live_allocations", g.live_allocations},
             {"allocations", g.allocations},
@@ -33,10 +45,12 @@ json finding_json(const GroupReport& g) {
             {"allocated_bytes", g.allocated_bytes},
             {"retained_series", g.retained_series},
             {"explained_by_cache", g.explained_by_cache.empty() ? json(nullptr) : json(g.explained_by_cache)}};
+    add_sampling_fields(j, g.samples, g.live_samples, g.retained_bytes_stderr);
+    return j;
 }
 
 json group_json(const GroupReport& g) {
-    return {{"class", growth_class_name(g.verdict.cls)},
+    json j = {{"class", growth_class_name(g.verdict.cls)},
             {"reason", g.verdict.reason},
             {"retained_bytes", g.retained_bytes},
             {"peak_bytes", g.verdict.retained_peak},
@@ -50,6 +64,8 @@ json group_json(const GroupReport& g) {
             {"frames", frames_json(g.frames)},
             {"allocated_bytes", g.allocated_bytes},
             {"retained_series", g.retained_series}};
+    add_sampling_fields(j, g.samples, g.live_samples, g.retained_bytes_stderr);
+    return j;
 }
 
 json series_json(const std::vector<SeriesPoint>& points) {
@@ -63,7 +79,7 @@ json cache_json(const CacheReport& c) {
     json key_types = json::array();
     for (const CacheKeyType& k : f.key_types)
         key_types.push_back({{"name", k.name}, {"distinct_classes", k.distinct_classes}, {"live_classes", k.live_classes}});
-    return {{"name", f.name},
+    json j = {{"name", f.name},
             {"wrapped", f.wrapped},
             {"bound_names", f.bound_names},
             {"location", f.location},
@@ -77,15 +93,18 @@ json cache_json(const CacheReport& c) {
             {"live_allocations", f.live_allocations},
             {"key_types", key_types},
             {"example_keys", f.example_keys},
-            {"verdict", f.unbounded ? "unbounded" : "bounded"},
+            {"verdict", f.unbounded ? "unbounded" : f.undetermined ? "undetermined" : "bounded"},
             {"reason", f.reason},
             {"entries_over_time", series_json(f.entries_over_time)},
             {"retained_over_time", series_json(f.retained_over_time)}};
+    j["retained_samples"] = f.retained_samples;
+    j["retained_bytes_stderr"] = f.retained_bytes_stderr;
+    return j;
 }
 
 json cache_finding_json(const CacheReport& c) {
     const CacheFinding& f = c.cache;
-    return {{"kind", "cache_growth"},
+    json j = {{"kind", "cache_growth"},
             {"retained_bytes", f.retained_bytes},
             {"live_allocations", f.live_allocations},
             {"growth_bytes_per_s", f.growth_bytes_per_s},
@@ -94,6 +113,9 @@ json cache_finding_json(const CacheReport& c) {
             {"reason", f.reason},
             {"frames", frames_json(c.inserted_from)},
             {"cache", cache_json(c)}};
+    j["live_samples"] = f.retained_samples;
+    j["retained_bytes_stderr"] = f.retained_bytes_stderr;
+    return j;
 }
 
 json type_json(const TypeReport& t) {
@@ -133,12 +155,16 @@ json report_json(const AnalysisResult& r) {
     doc["window_s"] = r.window_s;
     doc["trace_format_version"] = r.trace_format_version;
     doc["ended_cleanly"] = r.ended_cleanly;
-    doc["totals"] = {{"allocations", r.totals.allocations},
-                     {"frees", r.totals.frees},
-                     {"peak_bytes", r.totals.peak_bytes},
-                     {"retained_bytes", r.totals.retained_bytes},
-                     {"live_allocations", r.totals.live_allocations},
-                     {"unmatched_frees", r.totals.unmatched_frees}};
+    // A sampled trace's figures are estimates (format/sampling.h); mean_bytes 0: exact.
+    doc["sampling"] = {{"mean_bytes", r.sample_period}};
+    doc["totals"] = {{"allocations", whole(r.totals.allocations)},
+                     {"frees", whole(r.totals.frees)},
+                     {"peak_bytes", whole(r.totals.peak_bytes)},
+                     {"retained_bytes", whole(r.totals.retained_bytes)},
+                     {"live_allocations", whole(r.totals.live_allocations)},
+                     {"unmatched_frees", r.totals.unmatched_frees},
+                     {"samples", r.totals.samples},
+                     {"live_samples", r.totals.live_samples}};
     // Cache findings lead: they name the cause; the stacks they hold may also be findings.
     doc["findings"] = json::array();
     for (const auto& c : r.cache_findings) doc["findings"].push_back(cache_finding_json(c));

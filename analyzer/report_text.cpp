@@ -24,6 +24,13 @@ void write_frames(const std::vector<Frame>& frames, std::ostream& out) {
     if (frames.size() > kMaxPrintedFrames) out << fmt::format("      ... {} more frames\n", frames.size() - kMaxPrintedFrames);
 }
 
+// "12.3 MB" exact; "12.3 MB ± 1.1 MB (121 samples)" in a sampled trace.
+std::string bytes_figure(double bytes, double stderr_bytes, uint64_t samples, bool sampled) {
+    if (!sampled) return human_bytes(bytes);
+    return fmt::format("{} ± {} ({} sample{})", human_bytes(bytes), human_bytes(stderr_bytes), samples,
+                       samples == 1 ? "" : "s");
+}
+
 std::string short_location(const GroupReport& g) {
     if (g.frames.empty()) return "?";
     const Frame& f = g.frames.front();
@@ -40,19 +47,33 @@ void write_not_findings(const AnalysisResult& r, std::ostream& out) {
         bounded_bytes += g.retained_bytes;
         if (!largest || g.retained_bytes > largest->retained_bytes) largest = &g;
     }
-    if (!largest) return;
-    out << fmt::format("not findings: {} bounded group{} hold{} {}, largest: {} {}, plateaued at {:.1f} s\n", bounded,
-                       bounded == 1 ? "" : "s", bounded == 1 ? "s" : "", human_bytes(bounded_bytes),
-                       human_bytes(largest->retained_bytes), short_location(*largest), largest->verdict.plateau_at_s);
+    if (largest)
+        out << fmt::format("not findings: {} bounded group{} hold{} {}, largest: {} {}, plateaued at {:.1f} s\n",
+                           bounded, bounded == 1 ? "" : "s", bounded == 1 ? "s" : "", human_bytes(bounded_bytes),
+                           human_bytes(largest->retained_bytes), short_location(*largest), largest->verdict.plateau_at_s);
+    // Sampled traces: groups with too few samples are not guessed at; say how many and how much.
+    size_t thin = 0;
+    uint64_t thin_bytes = 0;
+    for (const auto& g : r.groups) {
+        if (g.verdict.cls != GrowthClass::Undetermined) continue;
+        ++thin;
+        thin_bytes += g.retained_bytes;
+    }
+    if (thin)
+        out << fmt::format("not judged: {} group{} too thinly sampled to judge hold{} about {} (fewer than {} samples, "
+                           "or {} live ones, each); --json lists them\n",
+                           thin, thin == 1 ? "" : "s", thin == 1 ? "s" : "", human_bytes(thin_bytes), kMinSamplesToJudge,
+                           kMinLiveSamplesToJudge);
 }
 
 // A growing cache, said the way a person hunting it needs it: which cache, where it is made,
 // where it is filled from, how fast, what keeps missing, how much it holds.
-void write_cache_finding(size_t number, const CacheReport& c, std::ostream& out) {
+void write_cache_finding(size_t number, const CacheReport& c, bool sampled, std::ostream& out) {
     const CacheFinding& f = c.cache;
-    out << fmt::format("\n#{} cache {} keeps growing: {} -> {} entries (+{:.1f}/s since {:.1f} s), holding {} in {} allocations\n",
+    out << fmt::format("\n#{} cache {} keeps growing: {} -> {} entries (+{:.1f}/s since {:.1f} s), holding {} in {}{} allocations\n",
                        number, f.name, f.entries_first, f.entries_last, f.growth_entries_per_s, f.started_at_s,
-                       human_bytes(f.retained_bytes), f.live_allocations);
+                       bytes_figure(static_cast<double>(f.retained_bytes), f.retained_bytes_stderr, f.retained_samples, sampled),
+                       sampled ? "about " : "", f.live_allocations);
     out << fmt::format("    functools.lru_cache(maxsize={}) of {}, created at {}\n",
                        f.maxsize < 0 ? std::string("None") : std::to_string(f.maxsize), f.wrapped,
                        f.location.empty() ? "?" : f.location);
@@ -102,7 +123,12 @@ void write_not_finding_caches(const AnalysisResult& r, std::ostream& out) {
 }  // namespace
 
 void write_text_report(const AnalysisResult& r, std::ostream& out) {
+    const bool sampled = r.sample_period != 0;
     for (const auto& w : r.warnings) out << "warning: " << w << '\n';
+    if (sampled)
+        out << fmt::format("sampled trace: one sample per {} allocated on average; sizes and counts of allocations are "
+                           "estimates, given ± one standard error (cache entries and classes are exact)\n",
+                           human_bytes(static_cast<double>(r.sample_period)));
     const size_t total = finding_count(r);
     const bool unnamed = r.pid == 0 && r.command.empty();
     if (unnamed && total == 0 && r.totals.allocations == 0) {
@@ -111,15 +137,15 @@ void write_text_report(const AnalysisResult& r, std::ostream& out) {
     }
     const std::string who = unnamed ? std::string("an unnamed process") : r.command;
     if (total == 0) {
-        out << fmt::format("no unbounded growth found in {} (pid {}, {:.1f} s, {} allocations)\n", who, r.pid,
-                           r.duration_s, r.totals.allocations);
+        out << fmt::format("no unbounded growth found in {} (pid {}, {:.1f} s, {}{:.0f} allocations)\n", who, r.pid,
+                           r.duration_s, sampled ? "about " : "", r.totals.allocations);
     } else {
         out << fmt::format("{} unbounded growth finding{} in {} (pid {}, {:.1f} s)\n", total, total == 1 ? "" : "s",
                            who, r.pid, r.duration_s);
     }
     size_t number = 0;
     for (const auto& c : r.cache_findings) {
-        write_cache_finding(++number, c, out);
+        write_cache_finding(++number, c, sampled, out);
         write_explained_stacks(c, r, out);
     }
     for (const auto& t : r.type_findings) write_type_finding(++number, t, out);
@@ -133,17 +159,27 @@ void write_text_report(const AnalysisResult& r, std::ostream& out) {
             break;
         }
         const GroupReport& g = *unexplained[i];
-        out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {} live allocations, confidence {:.2f}\n",
-                           ++number, human_bytes(g.retained_bytes), human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s,
+        out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {}{} live allocations, confidence {:.2f}\n",
+                           ++number,
+                           bytes_figure(static_cast<double>(g.retained_bytes), g.retained_bytes_stderr, g.live_samples, sampled),
+                           human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s, sampled ? "about " : "",
                            g.live_allocations, g.verdict.confidence);
         write_frames(g.frames, out);
     }
     out << '\n';
     write_not_finding_caches(r, out);
     write_not_findings(r, out);
-    out << fmt::format("traced heap: peak {}, {} retained at the end in {} live allocations; {} allocations, {} frees\n",
-                       human_bytes(r.totals.peak_bytes), human_bytes(r.totals.retained_bytes), r.totals.live_allocations,
-                       r.totals.allocations, r.totals.frees);
+    if (sampled)
+        out << fmt::format("traced heap (estimated from {} samples, {} live): peak {}, {} retained at the end in about "
+                           "{:.0f} live allocations; about {:.0f} allocations, {:.0f} frees\n",
+                           r.totals.samples, r.totals.live_samples, human_bytes(r.totals.peak_bytes),
+                           human_bytes(r.totals.retained_bytes), r.totals.live_allocations, r.totals.allocations,
+                           r.totals.frees);
+    else
+        out << fmt::format("traced heap: peak {}, {} retained at the end in {:.0f} live allocations; {:.0f} allocations, "
+                           "{:.0f} frees\n",
+                           human_bytes(r.totals.peak_bytes), human_bytes(r.totals.retained_bytes), r.totals.live_allocations,
+                           r.totals.allocations, r.totals.frees);
 }
 
 }  // namespace growtrace

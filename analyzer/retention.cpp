@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "format/sampling.h"
+
 namespace growtrace {
 
 namespace {
@@ -118,25 +120,40 @@ uint32_t RetentionModel::stack_index(uint64_t stack_id) {
 }
 
 void RetentionModel::add_birth(uint32_t stack, uint64_t ticks, uint64_t size) {
+    const format::SampleWeight w = format::sample_weight(size, sample_period_);
     WindowBin d;
     d.window = window_of(ticks);
-    d.births_bytes = size;
-    d.births = 1;
+    d.births_bytes = w.bytes;
+    d.births = w.count;
     add_to_bins(stacks_[stack].bins, d);
     grow_dense(heap_, d.window);
     add_counts(heap_[d.window], d);
-    stacks_[stack].allocations += 1;
-    stacks_[stack].allocated_bytes += size;
+    StackRetention& st = stacks_[stack];
+    st.allocations += w.count;
+    st.allocated_bytes += w.bytes;
+    if (w.count > 0) ++st.samples;
 }
 
 void RetentionModel::add_death(uint32_t stack, uint64_t ticks, uint64_t size) {
+    const format::SampleWeight w = format::sample_weight(size, sample_period_);
     WindowBin d;
     d.window = window_of(ticks);
-    d.deaths_bytes = size;
-    d.deaths = 1;
+    d.deaths_bytes = w.bytes;
+    d.deaths = w.count;
     add_to_bins(stacks_[stack].bins, d);
     grow_dense(heap_, d.window);
     add_counts(heap_[d.window], d);
+    deaths_estimate_ += w.count;
+}
+
+void RetentionModel::add_survivor(const Slot& s) {
+    const format::SampleWeight w = format::sample_weight(s.size, sample_period_);
+    StackRetention& st = stacks_[s.stack];
+    st.live_bytes += w.bytes;
+    st.live_count += w.count;
+    st.live_bytes_variance += w.variance;
+    if (w.count > 0) ++st.live_samples;
+    st.survivors.push_back(SurvivorBin{window_of(s.ticks), w.bytes, w.count});
 }
 
 void RetentionModel::pair(Slot& alloc, uint64_t free_ticks) {
@@ -163,11 +180,13 @@ void RetentionModel::retract_death(uint32_t stack, uint64_t ticks, uint64_t size
     auto& bins = stacks_[stack].bins;
     auto it = std::lower_bound(bins.begin(), bins.end(), w,
                                [](const WindowBin& b, uint32_t v) { return b.window < v; });
-    if (it == bins.end() || it->window != w || it->deaths == 0) return;  // cannot happen
-    it->deaths -= 1;
-    it->deaths_bytes -= size;
-    heap_[w].deaths -= 1;
-    heap_[w].deaths_bytes -= size;
+    if (it == bins.end() || it->window != w || it->deaths <= 0) return;  // cannot happen
+    const format::SampleWeight weight = format::sample_weight(size, sample_period_);
+    it->deaths -= weight.count;
+    it->deaths_bytes -= weight.bytes;
+    heap_[w].deaths -= weight.count;
+    heap_[w].deaths_bytes -= weight.bytes;
+    deaths_estimate_ -= weight.count;
 }
 
 // An allocation pairs with the free that immediately follows it at this address.
@@ -261,7 +280,6 @@ void RetentionModel::maybe_sweep() {
 }
 
 RetentionModel::Slot RetentionModel::birth(uint64_t stack_id, uint64_t ticks, uint64_t size) {
-    ++totals_.allocations;
     max_ticks_ = std::max(max_ticks_, ticks);
     Slot alloc;
     alloc.ticks = ticks;
@@ -284,7 +302,7 @@ void RetentionModel::on_alloc(const AllocEvent& e) {
 }
 
 void RetentionModel::on_free(const FreeEvent& e) {
-    ++totals_.frees;
+    ++free_records_;
     max_ticks_ = std::max(max_ticks_, e.ticks);
     // With no allocation yet, the free waits: the allocation may arrive later in the file
     // (another thread's run), or the memory was allocated before tracing started.
@@ -304,7 +322,7 @@ uint64_t RetentionModel::live_stack_id(uint64_t seq) const {
 }
 
 void RetentionModel::on_free_compact(const FreeCompactEvent& e) {
-    ++totals_.frees;
+    ++free_records_;
     max_ticks_ = std::max(max_ticks_, e.ticks);
     auto it = compact_live_.find(e.seq);
     if (it == compact_live_.end()) {
@@ -336,19 +354,11 @@ RetentionResult RetentionModel::finish() {
                 ++totals_.untraced_reuses;
                 continue;
             }
-            StackRetention& st = stacks_[s.stack];
-            st.live_bytes += s.size;
-            st.live_count += 1;
-            st.survivors.push_back(SurvivorBin{window_of(s.ticks), s.size, 1});
+            add_survivor(s);
         }
     }
     addresses_ = {};
-    for (auto& [seq, s] : compact_live_) {
-        StackRetention& st = stacks_[s.stack];
-        st.live_bytes += s.size;
-        st.live_count += 1;
-        st.survivors.push_back(SurvivorBin{window_of(s.ticks), s.size, 1});
-    }
+    for (auto& [seq, s] : compact_live_) add_survivor(s);
     compact_live_ = {};
 
     for (StackRetention& st : stacks_) {
@@ -357,7 +367,13 @@ RetentionResult RetentionModel::finish() {
         rebin_survivors(st.survivors, 0);
         totals_.retained_bytes += st.live_bytes;
         totals_.live_allocations += st.live_count;
+        totals_.allocations += st.allocations;
+        totals_.samples += st.samples;
+        totals_.live_samples += st.live_samples;
     }
+    // A full trace counts its Free records (frees of memory allocated before tracing too); a
+    // sampled one can only estimate the frees of what it sampled.
+    totals_.frees = sample_period_ ? deaths_estimate_ : static_cast<double>(free_records_);
 
     r.shift = shift_;
     r.num_windows = last_window + 1;
@@ -365,10 +381,10 @@ RetentionResult RetentionModel::finish() {
     for (uint32_t w = 0; w < r.num_windows; ++w) heap_[w].window = w;
     // Peak of the traced heap at window ends. Within a window the true peak may be higher; the
     // window is the resolution at which delivery order cannot change the answer.
-    int64_t level = 0;
+    double level = 0;
     for (const WindowBin& b : heap_) {
-        level += static_cast<int64_t>(b.births_bytes) - static_cast<int64_t>(b.deaths_bytes);
-        totals_.peak_bytes = std::max<uint64_t>(totals_.peak_bytes, level > 0 ? level : 0);
+        level += b.births_bytes - b.deaths_bytes;
+        totals_.peak_bytes = std::max(totals_.peak_bytes, level);
     }
     r.heap = std::move(heap_);
     r.stacks = std::move(stacks_);
@@ -377,6 +393,8 @@ RetentionResult RetentionModel::finish() {
     heap_.clear();
     stacks_.clear();
     totals_ = {};
+    free_records_ = 0;
+    deaths_estimate_ = 0;
     return r;
 }
 

@@ -6,6 +6,11 @@
 // Windows are powers of two of ticks wide, counted from the process start. When events reach
 // past kMaxWindows windows the width doubles and neighbouring windows are merged, so a run of
 // any length ends up with between kMaxWindows/2 and kMaxWindows windows.
+//
+// Counts and bytes are estimates: in a sampled trace (format v3, Sampling record) each
+// allocation record is a sample that stands for 1/p allocations and size/p bytes
+// (format/sampling.h); in a full trace for itself, and the figures are exact (whole numbers,
+// held in doubles, which are exact up to 2^53).
 #pragma once
 
 #include <cstdint>
@@ -18,38 +23,45 @@ namespace growtrace {
 
 struct WindowBin {
     uint32_t window = 0;
-    uint64_t births_bytes = 0;
-    uint64_t deaths_bytes = 0;
-    uint64_t births = 0;
-    uint64_t deaths = 0;
+    double births_bytes = 0;
+    double deaths_bytes = 0;
+    double births = 0;
+    double deaths = 0;
 };
 
 // Allocations still live at the end, by the window they were born in.
 struct SurvivorBin {
     uint32_t window = 0;
-    uint64_t bytes = 0;
-    uint64_t count = 0;
+    double bytes = 0;
+    double count = 0;
 };
 
 struct StackRetention {
     uint64_t stack_id = 0;
     std::vector<WindowBin> bins;          // sparse, sorted by window
     std::vector<SurvivorBin> survivors;   // sparse, sorted by window; filled by finish()
-    uint64_t allocations = 0;
-    uint64_t allocated_bytes = 0;
-    uint64_t live_bytes = 0;   // at the end of the trace
-    uint64_t live_count = 0;
+    double allocations = 0;
+    double allocated_bytes = 0;
+    double live_bytes = 0;   // at the end of the trace
+    double live_count = 0;
+    // Allocation records behind these figures (== allocations in a full trace), those still
+    // live at the end, and the variance of live_bytes as an estimate (0 in a full trace).
+    uint64_t samples = 0;
+    uint64_t live_samples = 0;
+    double live_bytes_variance = 0;
 };
 
 struct RetentionTotals {
-    uint64_t allocations = 0;
-    uint64_t frees = 0;             // Free records seen
-    uint64_t matched_frees = 0;     // frees of allocations seen in the trace
+    double allocations = 0;
+    double frees = 0;               // Free records (a sampled trace: the frees of samples, estimated)
+    uint64_t matched_frees = 0;     // Free records of allocations seen in the trace
     uint64_t unmatched_frees = 0;   // frees of memory allocated before tracing started
     uint64_t untraced_reuses = 0;   // an address allocated twice with no free seen in between
-    uint64_t peak_bytes = 0;        // traced heap, sampled at window ends
-    uint64_t retained_bytes = 0;    // traced heap at the end
-    uint64_t live_allocations = 0;
+    double peak_bytes = 0;          // traced heap, sampled at window ends
+    double retained_bytes = 0;      // traced heap at the end
+    double live_allocations = 0;
+    uint64_t samples = 0;           // allocation records (the allocations of a full trace)
+    uint64_t live_samples = 0;
 };
 
 struct RetentionResult {
@@ -82,6 +94,9 @@ public:
     // Sets the tick at which window 0 starts (the Process record's start_ticks). Only valid
     // before the first event.
     void set_origin(uint64_t ticks) { origin_ = ticks; }
+    // The trace's Sampling record: mean bytes between samples, 0 = every allocation. Only
+    // valid before the first event.
+    void set_sample_period(uint64_t bytes) { sample_period_ = bytes; }
 
     void on_alloc(const AllocEvent& e);
     void on_free(const FreeEvent& e);
@@ -120,6 +135,7 @@ private:
     uint32_t stack_index(uint64_t stack_id);
     void add_birth(uint32_t stack, uint64_t ticks, uint64_t size);
     void add_death(uint32_t stack, uint64_t ticks, uint64_t size);
+    void add_survivor(const Slot& s);
     void retract_death(uint32_t stack, uint64_t ticks, uint64_t size);
     void grow_windows(uint64_t needed_index);
     void insert_alloc(Slots& slots, const Slot& alloc);
@@ -129,6 +145,9 @@ private:
     void maybe_sweep();
 
     uint64_t origin_ = 0;
+    uint64_t sample_period_ = 0;
+    uint64_t free_records_ = 0;
+    double deaths_estimate_ = 0;
     unsigned shift_ = 0;
     uint64_t max_ticks_ = 0;
     std::vector<StackRetention> stacks_;

@@ -61,6 +61,8 @@ std::string record_kind_name(uint8_t kind) {
         case K::CacheInsert: return "CacheInsert";
         case K::TypeCreate: return "TypeCreate";
         case K::CacheSize: return "CacheSize";
+        case K::Exiting: return "Exiting";
+        case K::Sampling: return "Sampling";
     }
     return fmt::format("kind 0x{:02x}", kind);
 }

@@ -11,7 +11,11 @@ python   the openai #2672 reproduction (threads mode, --progress, venv python), 
          requests per second in a window before the attach, while attached (the agent running:
          stacks, cache insertions, classes) and after the detach (back to the first rate?).
 
-    python3 bench/attach_bench.py [--build build] [--pairs 20000000] [--window 6]
+Both attach as `growtrace attach` does by default, sampled (--sample 512K); --sample 0 attaches
+with full tracing (the figures README.md gave before sampled mode). A sampled native trace holds
+an estimate of the allocations made, from which the rate while attached is computed.
+
+    python3 bench/attach_bench.py [--build build] [--pairs 20000000] [--window 6] [--sample 512K]
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ def run_timed(cmd: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def native(growtrace: str, program: str, pairs: int, work: str) -> None:
+def native(growtrace: str, program: str, pairs: int, work: str, sample: str) -> None:
     start = time.perf_counter()
     subprocess.run([program, str(pairs)], check=True, stdout=subprocess.DEVNULL)
     untraced_s = time.perf_counter() - start
@@ -42,13 +46,13 @@ def native(growtrace: str, program: str, pairs: int, work: str) -> None:
     trace = os.path.join(work, "native.gtrace")
     proc = subprocess.Popen([program, str(pairs)], stdout=subprocess.DEVNULL)
     time.sleep(0.1)
-    attach_s = run_timed([growtrace, "attach", str(proc.pid), "-o", trace, "--no-wait"])
+    attach_s = run_timed([growtrace, "attach", str(proc.pid), "--sample", sample, "-o", trace, "--no-wait"])
     proc.wait()
     report = json.loads(subprocess.run([growtrace, "analyze", "--json", trace], check=True, capture_output=True,
                                        text=True).stdout)
     allocations = report["totals"]["allocations"]
     attached_rate = allocations / max(report["duration_s"], 1e-9)
-    print(f"native  bench_malloc_heavy {pairs}: untraced {untraced_rate / 1e6:.2f} M allocations/s; attached "
+    print(f"native  bench_malloc_heavy {pairs} (--sample {sample}): untraced {untraced_rate / 1e6:.2f} M allocations/s; attached "
           f"{attached_rate / 1e6:.2f} M/s ({allocations / 1e6:.1f} M traced): {untraced_rate / attached_rate:.1f}x "
           f"slower while attached; attach took {attach_s:.1f} s")
 
@@ -77,7 +81,7 @@ class Progress:
             return (len(self.times) - before) / (time.perf_counter() - start)
 
 
-def python(growtrace: str, python_exe: str, repro: str, window: float, work: str) -> None:
+def python(growtrace: str, python_exe: str, repro: str, window: float, work: str, sample: str) -> None:
     proc = subprocess.Popen([python_exe, repro, "--mode", "threads", "--requests", "1000000", "--interval", "0",
                              "--progress"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -86,14 +90,14 @@ def python(growtrace: str, python_exe: str, repro: str, window: float, work: str
             time.sleep(0.2)
         before = progress.rate(window)
         trace = os.path.join(work, "python.gtrace")
-        attach_s = run_timed([growtrace, "attach", str(proc.pid), "-o", trace, "--no-wait"])
+        attach_s = run_timed([growtrace, "attach", str(proc.pid), "--sample", sample, "-o", trace, "--no-wait"])
         attached = progress.rate(window)
         detach_s = run_timed([growtrace, "detach", str(proc.pid)])
         after = progress.rate(window)
     finally:
         proc.kill()
         proc.wait()
-    print(f"python  openai repro (threads): {before:.1f} requests/s before, {attached:.1f} attached "
+    print(f"python  openai repro (threads, --sample {sample}): {before:.1f} requests/s before, {attached:.1f} attached "
           f"({before / max(attached, 1e-9):.1f}x slower), {after:.1f} after the detach; attach took {attach_s:.1f} s, "
           f"detach {detach_s:.1f} s")
 
@@ -104,6 +108,7 @@ def main() -> int:
     parser.add_argument("--build", default=os.path.join(root, "build"))
     parser.add_argument("--pairs", type=int, default=20_000_000)
     parser.add_argument("--window", type=float, default=6.0, help="seconds per measuring window (python)")
+    parser.add_argument("--sample", default="512K", help="attach's --sample SIZE (0: every allocation)")
     args = parser.parse_args()
     growtrace = os.path.join(args.build, "bin", "growtrace")
     program = os.path.join(args.build, "bin", "bench_malloc_heavy")
@@ -113,8 +118,8 @@ def main() -> int:
         if not os.path.exists(path):
             sys.exit(f"attach_bench: {path} is missing (run tools/setup.sh)")
     with tempfile.TemporaryDirectory(prefix="growtrace-attach-bench-") as work:
-        native(growtrace, program, args.pairs, work)
-        python(growtrace, python_exe, repro, args.window, work)
+        native(growtrace, program, args.pairs, work, args.sample)
+        python(growtrace, python_exe, repro, args.window, work, args.sample)
     return 0
 
 

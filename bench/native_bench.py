@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Native overhead benchmark: no tracer vs heaptrack vs growtrace, side by side in one run.
+"""Native overhead benchmark: no tracer vs heaptrack vs growtrace (full and sampled), side by side.
 
 Workload: bench_malloc_heavy (two threads, PAIRS malloc/free pairs each, sizes 16 B..2 KiB,
 call depths 1-9). For each tool it reports wall and CPU time and the slowdown against the
 untraced run (median of --repeat runs), the trace size in bytes per event, and the time to
-analyse the trace (growtrace analyze vs heaptrack_print).
+analyse the trace (growtrace analyze vs heaptrack_print). The runs are interleaved: each repeat
+runs every tool once, so a slower spell of a shared machine does not land on one tool only.
+"growtrace-sampled" is `growtrace run --sample SAMPLE` (default 512K).
 
-    python3 bench/native_bench.py [--build build] [--pairs 2000000] [--repeat 3]
+    python3 bench/native_bench.py [--build build] [--pairs 2000000] [--repeat 3] [--sample 512K]
 """
 from __future__ import annotations
 
@@ -32,23 +34,14 @@ def timed(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
     return wall, cpu
 
 
-def median_run(make_cmd, repeat: int, cleanup=None) -> tuple[float, float]:
-    walls, cpus = [], []
-    for i in range(repeat):
-        if cleanup:
-            cleanup()
-        wall, cpu = timed(*make_cmd(i))
-        walls.append(wall)
-        cpus.append(cpu)
-    return statistics.median(walls), statistics.median(cpus)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser.add_argument("--build", default=os.path.join(root, "build"))
     parser.add_argument("--pairs", type=int, default=2_000_000, help="malloc/free pairs per thread")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sample", default="512K", help="--sample SIZE of the sampled row")
+    parser.add_argument("--no-heaptrack", action="store_true")
     args = parser.parse_args()
 
     program = os.path.join(args.build, "bin", "bench_malloc_heavy")
@@ -60,47 +53,60 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="growtrace-bench-")
     gt_trace = os.path.join(work, "bench.gtrace")
     ht_base = os.path.join(work, "bench.heaptrack")
+    gt_sampled = os.path.join(work, "sampled.gtrace")
+
+    def clean_ht():
+        for f in os.listdir(work):
+            if f.startswith("bench.heaptrack"):
+                os.remove(os.path.join(work, f))
+
+    def clean(path):
+        return lambda: os.path.exists(path) and os.remove(path)
+
+    tools = [("untraced", None, lambda: [program, str(args.pairs)])]
+    if shutil.which("heaptrack") and not args.no_heaptrack:
+        tools.append(("heaptrack", clean_ht, lambda: ["heaptrack", "-o", ht_base, program, str(args.pairs)]))
+    tools.append(("growtrace", clean(gt_trace), lambda: [growtrace, "run", "-o", gt_trace, "--", program, str(args.pairs)]))
+    tools.append(("growtrace-sampled", clean(gt_sampled),
+                  lambda: [growtrace, "run", "--sample", args.sample, "-o", gt_sampled, "--", program, str(args.pairs)]))
+    times = {name: [] for name, _, _ in tools}
+    for _ in range(args.repeat):
+        for name, cleanup, make_cmd in tools:
+            if cleanup:
+                cleanup()
+            times[name].append(timed(make_cmd()))
+            print(f"  {name}: wall {times[name][-1][0]:.3f} s", file=sys.stderr, flush=True)
+
+    def analyse(cmd):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - t0
 
     rows = []
-    base_wall, base_cpu = median_run(lambda i: ([program, str(args.pairs)],), args.repeat)
-    rows.append(("untraced", base_wall, base_cpu, None, None))
-
-    have_heaptrack = shutil.which("heaptrack") is not None
-    if have_heaptrack:
-        def clean_ht():
-            for f in os.listdir(work):
-                if f.startswith("bench.heaptrack"):
-                    os.remove(os.path.join(work, f))
-        wall, cpu = median_run(lambda i: (["heaptrack", "-o", ht_base, program, str(args.pairs)],), args.repeat,
-                               clean_ht)
-        ht_file = next(os.path.join(work, f) for f in os.listdir(work) if f.startswith("bench.heaptrack"))
-        ht_size = os.path.getsize(ht_file)
-        t0 = time.perf_counter()
-        subprocess.run(["heaptrack_print", ht_file], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        ht_analyze = time.perf_counter() - t0
-        rows.append(("heaptrack", wall, cpu, ht_size, ht_analyze))
-
-    def clean_gt():
-        if os.path.exists(gt_trace):
-            os.remove(gt_trace)
-    wall, cpu = median_run(lambda i: ([growtrace, "run", "-o", gt_trace, "--", program, str(args.pairs)],),
-                           args.repeat, clean_gt)
-    gt_size = os.path.getsize(gt_trace)
-    t0 = time.perf_counter()
-    subprocess.run([growtrace, "analyze", gt_trace, "--json", "-o", os.path.join(work, "report.json")], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    gt_analyze = time.perf_counter() - t0
-    rows.append(("growtrace", wall, cpu, gt_size, gt_analyze))
+    for name, _, _ in tools:
+        wall = statistics.median(t[0] for t in times[name])
+        cpu = statistics.median(t[1] for t in times[name])
+        size = analyze = None
+        if name == "heaptrack":
+            ht_file = next(os.path.join(work, f) for f in os.listdir(work) if f.startswith("bench.heaptrack"))
+            size = os.path.getsize(ht_file)
+            analyze = analyse(["heaptrack_print", ht_file])
+        elif name.startswith("growtrace"):
+            path = gt_trace if name == "growtrace" else gt_sampled
+            size = os.path.getsize(path)
+            analyze = analyse([growtrace, "analyze", path, "--json", "-o", os.path.join(work, "report.json")])
+        rows.append((name, wall, cpu, size, analyze))
+    base_wall, base_cpu = rows[0][1], rows[0][2]
 
     print(f"workload: bench_malloc_heavy, 2 threads x {args.pairs} malloc/free pairs ({events} events), "
           f"median of {args.repeat} runs, {os.cpu_count()} cores")
-    print(f"{'tool':<11} {'wall s':>8} {'cpu s':>8} {'slowdown':>9} {'cpu ratio':>9} {'trace B':>12} "
+    print(f"{'tool':<18} {'wall s':>8} {'cpu s':>8} {'slowdown':>9} {'cpu ratio':>9} {'trace B':>12} "
           f"{'B/event':>8} {'analyze s':>10}")
     for name, wall, cpu, size, analyze in rows:
         size_text = f"{size:>12}" if size is not None else f"{'-':>12}"
         per_event = f"{size / events:>8.2f}" if size is not None else f"{'-':>8}"
         analyze_text = f"{analyze:>10.2f}" if analyze is not None else f"{'-':>10}"
-        print(f"{name:<11} {wall:>8.3f} {cpu:>8.3f} {wall / base_wall:>8.1f}x {cpu / base_cpu:>8.1f}x "
+        print(f"{name:<18} {wall:>8.3f} {cpu:>8.3f} {wall / base_wall:>8.1f}x {cpu / base_cpu:>8.1f}x "
               f"{size_text} {per_event} {analyze_text}")
     shutil.rmtree(work, ignore_errors=True)
     return 0

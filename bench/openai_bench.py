@@ -2,7 +2,8 @@
 """Python overhead benchmark on the openai #2672 reproduction: untraced vs heaptrack vs memray vs growtrace.
 
 Workload: test_programs/python/openai_repro/repro.py --mode threads --requests N --interval 0, run with the
-venv's python (.venv/bin/python) against its in-process mock server; each request runs in a new thread.
+venv's python (.venv/bin/python for 3.11, .venv-3.X/bin/python for --python 3.X) against its in-process
+mock server; each request runs in a new thread.
 Each tool runs it in turn:
 
     untraced   python repro.py ...
@@ -11,13 +12,15 @@ Each tool runs it in turn:
     memray+pyalloc  the same with --trace-python-allocators (sees pymalloc's objects, as growtrace does)
     growtrace  growtrace run -o FILE -- python repro.py ...
     growtrace-fast  the same with --no-python-objects (pymalloc not hooked, as memray's default)
+    growtrace-sampled  growtrace run --sample SAMPLE (default 512K) -o FILE -- python repro.py ...
 
 For each it reports (median of --repeat runs) the wall time and CPU time (user+sys of the children, so
 heaptrack's and memray's own processes count too), the slowdown against the untraced run as ratios, the
 size of the output file(s), and the repro's own `seconds=` figure from its summary line: the request phase
 alone, without interpreter start-up, imports or the tracer's work at exit.
 
-    python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1]
+    python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1] [--python 3.12]
+                                  [--sample 512K] [--tools untraced,memray,growtrace,growtrace-sampled]
 """
 from __future__ import annotations
 
@@ -65,9 +68,13 @@ def main() -> int:
     parser.add_argument("--build", default=os.path.join(root, "build"))
     parser.add_argument("--requests", type=int, default=20, help="requests, one new thread each")
     parser.add_argument("--repeat", type=int, default=1, help="runs per tool (median); each takes 10-40 s")
+    parser.add_argument("--python", default="3.11", help="CPython version: the project's venv for it")
+    parser.add_argument("--sample", default="512K", help="--sample SIZE of the sampled row")
+    parser.add_argument("--tools", help="comma-separated subset of the rows (untraced is always run)")
     args = parser.parse_args()
 
-    python = os.path.join(root, ".venv", "bin", "python")
+    venv = ".venv" if args.python == "3.11" else f".venv-{args.python}"
+    python = os.path.join(root, venv, "bin", "python")
     repro = os.path.join(root, "test_programs", "python", "openai_repro", "repro.py")
     growtrace = os.path.join(args.build, "bin", "growtrace")
     for path in (python, repro, growtrace):
@@ -91,6 +98,11 @@ def main() -> int:
     # Without the PEP 445 hooks: small objects seen only as pymalloc's arenas, like memray's default.
     tools.append(("growtrace-fast", "fast.gtrace",
                   lambda out: [growtrace, "run", "--no-python-objects", "-o", out, "--", python, *repro_args]))
+    tools.append(("growtrace-sampled", "sampled.gtrace",
+                  lambda out: [growtrace, "run", "--sample", args.sample, "-o", out, "--", python, *repro_args]))
+    if args.tools:
+        wanted = set(args.tools.split(",")) | {"untraced"}
+        tools = [t for t in tools if t[0] in wanted]
 
     # Runs are interleaved (each repeat runs every tool once) so that a slower spell of a shared
     # machine does not land on one tool only.
@@ -110,13 +122,13 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
 
     base_wall, base_cpu, base_seconds = rows[0][1:4]
-    print(f"workload: openai #2672 repro, --mode threads --requests {args.requests} --interval 0, "
+    print(f"workload: openai #2672 repro on CPython {args.python}, --mode threads --requests {args.requests} --interval 0, "
           f"median of {args.repeat} run(s), machine: {os.cpu_count()} cores")
-    print(f"{'tool':<15} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
+    print(f"{'tool':<18} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
           f"{'output MB':>10}")
     for name, wall, cpu, seconds, size in rows:
         size_text = f"{size / 1e6:>10.2f}" if size is not None else f"{'-':>10}"
-        print(f"{name:<15} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
+        print(f"{name:<18} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
               f"{seconds:>8.2f} {seconds / max(base_seconds, 0.01):>7.1f}x {size_text}")
     return 0
 

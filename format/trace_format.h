@@ -10,6 +10,7 @@
 // Every record is length-prefixed so a reader can skip kinds it does not know.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace growtrace::format {
@@ -20,7 +21,9 @@ inline constexpr char kMagic[8] = {'G', 'R', 'O', 'W', 'T', 'R', 'C', '\n'};
 //   2 = thread runs carry AllocCompact/FreeCompact/Time (the writer matches frees); the
 //       v1 kinds stay valid and readers must accept both.
 //   3 = every block header ends with a CRC-32C of the header and the stored payload, and the
-//       file header's flags say so (kFlagBlockChecksums); records are as in version 2.
+//       file header's flags say so (kFlagBlockChecksums); a Sampling record follows the
+//       Process record: in a sampled trace every allocation record is a sample, weighted by
+//       its size (docs/trace-format.md, "Sampling"). Other records are as in version 2.
 inline constexpr uint32_t kVersion = 3;
 
 struct FileHeader {
@@ -117,6 +120,13 @@ enum class RecordKind : uint8_t {
     // frees modules and caches). varint ticks. Frees after it are shutdown work: the analyzer
     // measures what the program retained at this point.
     Exiting = 0x25,
+    // How allocations were recorded (v3), written right after the Process record.
+    //   varint mean_bytes_between_samples: 0 = every allocation; N = sampled by bytes with a
+    //   mean of N bytes between sample points: an allocation record of size s is a sample
+    //   that stands for 1/p allocations and s/p bytes, p = 1 - exp(-s/N). A size-0 allocation
+    //   record is not a sample (weight 0): a block followed for its free only (a class object
+    //   named by a TypeCreate).
+    Sampling = 0x26,
 
     // CPython records. CacheCreate, CacheInsert and TypeCreate are thread events: they belong
     // to the current Thread run and start with svarint dticks like Alloc. Addresses are plain.
@@ -145,5 +155,13 @@ enum class RecordKind : uint8_t {
 };
 
 inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;
+
+// A sampled trace keeps the key description of a cache miss (CacheInsert) until the cache has
+// shown this many distinct ones; later ones are written empty (docs/trace-format.md).
+inline constexpr size_t kSampledKeyDescriptionsPerCache = 64;
+
+// A CPython class object is garbage-collected: its block starts with the collector's header,
+// this many bytes before the object's address (CPython 3.10 to 3.13).
+inline constexpr uint64_t kPythonGcHeaderBytes = 16;
 
 }  // namespace growtrace::format

@@ -151,14 +151,15 @@ bool loaded_for_attach() {
 
 using namespace growtrace::preload;
 
-extern "C" __attribute__((visibility("default"))) int growtrace_attach_start(const char* output) {
+namespace {
+int attach_start(const char* output, uint64_t sample_bytes) {
     RecursionGuard guard;
     pthread_mutex_lock(&g_attach_mutex);
     int rc;
     if (tracer_active() || g_attached.load()) rc = -1;
     else if (!find_own_hooks()) rc = -5;
     else if (!forwards_to_program_allocator()) rc = -2;
-    else if (!output || !*output || !recorder_start_attached(output)) rc = -3;
+    else if (!output || !*output || !recorder_start_attached(output, sample_bytes)) rc = -3;
     else {
         rc = got_patch_loaded(g_targets, kHookCount, g_self_base);
         if (rc <= 0) {
@@ -175,6 +176,16 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_start(con
     }
     pthread_mutex_unlock(&g_attach_mutex);
     return rc;
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int growtrace_attach_start(const char* output) {
+    return attach_start(output, 0);
+}
+
+extern "C" __attribute__((visibility("default"))) int growtrace_attach_start_sampled(const char* output,
+                                                                                   unsigned long long sample_bytes) {
+    return attach_start(output, sample_bytes);
 }
 
 extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void) {
@@ -198,8 +209,8 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void
 extern "C" __attribute__((visibility("default"))) const char* growtrace_attach_output(void) { return g_output; }
 
 // Called just before growtrace_attach_start: where the CPython agent is, for a process that
-// runs CPython 3.11 (1; the agent starts with the trace), or 0 when it does not; -1: the
-// agent's files are missing, -3: already attached.
+// runs a CPython growtrace reads (its version, 311 for 3.11: the agent starts with the
+// trace), or 0 when it does not; -1: the agent's files are missing, -3: already attached.
 extern "C" __attribute__((visibility("default"))) int growtrace_attach_python(const char* startup_dir,
                                                                             const char* extension_path) {
     RecursionGuard guard;

@@ -11,6 +11,9 @@
 //       -3   the trace could not be started (the reason is logged to the process's stderr)
 //       -4   no allocation call site found to redirect
 //       -5   the library cannot find its own hooks
+//   int growtrace_attach_start_sampled(const char* output, unsigned long long sample_bytes)
+//       the same, sampling allocations with a mean of `sample_bytes` bytes between samples
+//       (0: every allocation; preload/sampler.h)
 //   int growtrace_attach_stop(void)
 //       >= 0 slots restored; the trace ends with an End record and is closed (the writer
 //            thread, "growtrace-wr", is gone once it is; for a CPython process that happens

@@ -2,6 +2,10 @@
 // straight to the original when the tracer is not active or when the tracer itself is the
 // caller, so the program's behaviour never depends on the tracer's state.
 //
+// Sampled mode (preload/sampler.h): an allocation that is not a sample returns to the original
+// allocator after one subtraction from a TLS counter, the very first thing each hook does, and
+// a free that is not a sample's after one load of the sampler's filter.
+//
 // Originals come from dlsym(RTLD_NEXT), which keeps any allocator stacked after us (jemalloc,
 // tcmalloc) in charge. dlsym itself may call malloc/calloc before the originals are known:
 // those calls are served from a static arena whose blocks are never freed.
@@ -20,6 +24,7 @@
 #include "preload/hook_list.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
+#include "preload/sampler.h"
 
 using namespace growtrace::preload;
 
@@ -74,6 +79,10 @@ inline bool ready() {
 
 inline bool should_trace() { return !t_in_tracer && tracer_active(); }
 
+// After sample_skip(): whether to record an allocation of `size` bytes (full mode: whenever
+// the tracer runs; sampled mode: also a sample).
+inline bool should_record(size_t size) { return sample_take(size) && should_trace(); }
+
 void* traced_result(void* p, size_t size) {
     if (p) record_alloc(p, size);
     return p;
@@ -84,15 +93,16 @@ void* traced_result(void* p, size_t size) {
 extern "C" {
 
 __attribute__((visibility("default"))) void* malloc(size_t size) {
+    if (sample_skip(size)) [[likely]] return g_real.malloc(size);
     if (!ready()) return arena_alloc(size);
-    if (!should_trace()) return g_real.malloc(size);
+    if (!should_record(size)) return g_real.malloc(size);
     RecursionGuard guard;
     return traced_result(g_real.malloc(size), size);
 }
 
 __attribute__((visibility("default"))) void free(void* ptr) {
     if (!ptr || in_arena(ptr)) return;
-    if (!should_trace()) return g_real.free(ptr);
+    if (!sample_maybe_live(ptr) || !should_trace()) return g_real.free(ptr);
     RecursionGuard guard;
     record_free(ptr);  // before the real free: the address may be reused at once
     g_real.free(ptr);
@@ -104,7 +114,9 @@ __attribute__((visibility("default"))) void* calloc(size_t count, size_t size) {
         if (__builtin_mul_overflow(count, size, &total)) return nullptr;
         return arena_alloc(total);  // static storage is already zeroed
     }
-    if (!should_trace()) return g_real.calloc(count, size);
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) total = ~size_t{0};
+    if (sample_skip(total) || !should_record(total)) return g_real.calloc(count, size);
     RecursionGuard guard;
     return traced_result(g_real.calloc(count, size), count * size);
 }
@@ -121,12 +133,18 @@ __attribute__((visibility("default"))) void* realloc(void* ptr, size_t size) {
         return moved;
     }
     if (!ready()) return arena_alloc(size);
-    if (!should_trace()) return g_real.realloc(ptr, size);
+    // Sampled: the old block is recorded as freed if it is a sample, the new one is sampled as
+    // any allocation of `size` bytes.
+    bool sample = !sample_skip(size) && sample_take(size);
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace()) return g_real.realloc(ptr, size);
     RecursionGuard guard;
-    if (ptr) record_free(ptr);
+    bool old_recorded = ptr && record_free(ptr);
     void* result = g_real.realloc(ptr, size);
-    if (result) record_alloc(result, size);
-    else if (ptr && size) record_alloc(ptr, malloc_usable_size(ptr));  // failed: old block lives on
+    if (result) {
+        if (sample) record_alloc(result, size);
+    } else if (ptr && size && old_recorded) {
+        record_alloc(ptr, malloc_usable_size(ptr));  // failed: old block lives on
+    }
     return result;
 }
 
@@ -136,18 +154,24 @@ __attribute__((visibility("default"))) void* reallocarray(void* ptr, size_t coun
         errno = ENOMEM;
         return nullptr;
     }
-    if (!ready() || !should_trace()) return g_real.reallocarray ? g_real.reallocarray(ptr, count, size) : realloc(ptr, total);
+    if (!ready() || !g_real.reallocarray) return realloc(ptr, total);
+    bool sample = !sample_skip(total) && sample_take(total);
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace()) return g_real.reallocarray(ptr, count, size);
     RecursionGuard guard;
-    if (ptr) record_free(ptr);
+    bool old_recorded = ptr && record_free(ptr);
     void* result = g_real.reallocarray(ptr, count, size);
-    if (result) record_alloc(result, total);
-    else if (ptr && total) record_alloc(ptr, malloc_usable_size(ptr));
+    if (result) {
+        if (sample) record_alloc(result, total);
+    } else if (ptr && total && old_recorded) {
+        record_alloc(ptr, malloc_usable_size(ptr));
+    }
     return result;
 }
 
 __attribute__((visibility("default"))) int posix_memalign(void** out, size_t alignment, size_t size) {
+    if (sample_skip(size)) [[likely]] return g_real.posix_memalign(out, alignment, size);
     if (!ready()) return ENOMEM;
-    if (!should_trace()) return g_real.posix_memalign(out, alignment, size);
+    if (!should_record(size)) return g_real.posix_memalign(out, alignment, size);
     RecursionGuard guard;
     int rc = g_real.posix_memalign(out, alignment, size);
     if (rc == 0) record_alloc(*out, size);
@@ -155,32 +179,35 @@ __attribute__((visibility("default"))) int posix_memalign(void** out, size_t ali
 }
 
 __attribute__((visibility("default"))) void* aligned_alloc(size_t alignment, size_t size) {
+    if (sample_skip(size)) [[likely]] return g_real.aligned_alloc(alignment, size);
     if (!ready()) return arena_alloc(size, alignment <= 4096 ? alignment : 4096);
-    if (!should_trace()) return g_real.aligned_alloc(alignment, size);
+    if (!should_record(size)) return g_real.aligned_alloc(alignment, size);
     RecursionGuard guard;
     return traced_result(g_real.aligned_alloc(alignment, size), size);
 }
 
 __attribute__((visibility("default"))) void* memalign(size_t alignment, size_t size) {
+    if (sample_skip(size)) [[likely]] return g_real.memalign(alignment, size);
     if (!ready()) return arena_alloc(size, alignment <= 4096 ? alignment : 4096);
-    if (!should_trace()) return g_real.memalign(alignment, size);
+    if (!should_record(size)) return g_real.memalign(alignment, size);
     RecursionGuard guard;
     return traced_result(g_real.memalign(alignment, size), size);
 }
 
 __attribute__((visibility("default"))) void* valloc(size_t size) {
+    if (sample_skip(size)) [[likely]] return g_real.valloc(size);
     if (!ready()) return arena_alloc(size, 4096);
-    if (!should_trace()) return g_real.valloc(size);
+    if (!should_record(size)) return g_real.valloc(size);
     RecursionGuard guard;
     return traced_result(g_real.valloc(size), size);
 }
 
 __attribute__((visibility("default"))) void* pvalloc(size_t size) {
     if (!ready()) return arena_alloc(size, 4096);
-    if (!should_trace()) return g_real.pvalloc(size);
-    RecursionGuard guard;
-    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    size_t page = static_cast<size_t>(getpagesize());
     size_t rounded = size ? (size + page - 1) & ~(page - 1) : page;  // what pvalloc really hands out
+    if (sample_skip(rounded) || !should_record(rounded)) return g_real.pvalloc(size);
+    RecursionGuard guard;
     return traced_result(g_real.pvalloc(size), rounded);
 }
 

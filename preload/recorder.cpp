@@ -20,6 +20,7 @@
 #include "preload/python/python_allocator.h"
 #include "preload/python/python_frames.h"
 #include "preload/recursion_guard.h"
+#include "preload/sampler.h"
 #include "preload/stack_tree.h"
 #include "preload/trace_file.h"
 #include "preload/unwinder.h"
@@ -353,6 +354,8 @@ void emit_process_record(const char* parent_trace) {
     rec.varint(now_ticks()).varint(monotonic_ns()).varint(realtime_ns());
     rec.string(exe).string(cmdline, cmdline_size).string(parent_trace);
     writer_emit(rec);
+    format::RecordEncoder sampling(RecordKind::Sampling);
+    writer_emit(sampling.varint(sample_period()));
 }
 
 void prepare_fork() {
@@ -360,9 +363,11 @@ void prepare_fork() {
     writer_prepare_fork();
     pthread_mutex_lock(&g_registry_mutex);
     pool_prepare_fork();
+    sampler_prepare_fork();
 }
 
 void parent_after_fork() {
+    sampler_parent_after_fork();
     pool_parent_after_fork();
     pthread_mutex_unlock(&g_registry_mutex);
     writer_parent_after_fork();
@@ -372,6 +377,7 @@ void parent_after_fork() {
 // events (and maybe a lock taken mid-event) and are dropped; this thread starts afresh.
 void child_after_fork() {
     RecursionGuard guard;
+    sampler_child_after_fork();
     pool_child_after_fork();
     ThreadState* mine = (t_state && t_state != kThreadGone) ? t_state : nullptr;
     for (ThreadState* ts = g_threads; ts;) {
@@ -407,11 +413,16 @@ void child_after_fork() {
     if (keep) emit_process_record(parent_trace);
 }
 
+void configure_sampling(uint64_t sample_bytes) {
+    if (!sampler_configure(sample_bytes))
+        log_line("no memory for the table of sampled blocks; tracing every allocation instead");
+}
+
 // What capturing stacks needs, once per process: the Python interpreter's symbols (if any),
 // libunwind, the stack tree (laid out by parent; in huge pages for CPython's many nodes) and
 // the key whose destructor retires a thread's state.
 bool init_capture() {
-    python::probe();
+    python::prepare();
     return unwinder_init() && g_tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) &&
            pthread_key_create(&g_thread_key, on_thread_exit) == 0;
 }
@@ -423,6 +434,7 @@ void recorder_start() {
     g_config = read_config();
     python::allow_allocator_hooks(g_config.python_objects);
     python::verify_stacks(g_config.verify_stacks);
+    configure_sampling(g_config.sample_bytes);
     g_pid = getpid();
     // With exec-following off, an exec'd image finds the first image's trace already there.
     if (!g_config.follow_exec && access(g_config.output, F_OK) == 0) {
@@ -492,7 +504,14 @@ struct CapturedStack {
 };
 }  // namespace
 
+// Sampled mode: a sample's free must be recorded, so its address joins the live samples
+// first; a block whose address cannot be kept is not recorded at all.
+inline bool keep_sample(void* ptr) {
+    return !sampling_enabled() || live_samples_insert(reinterpret_cast<uint64_t>(ptr));
+}
+
 void record_alloc(void* ptr, size_t size) {
+    if (!keep_sample(ptr)) return;
     CapturedStack stack;
     stack.capture();
     uint64_t ticks = now_ticks();
@@ -514,9 +533,20 @@ uint32_t record_stack(uint64_t skip_begin, uint64_t skip_end) {
     return id;
 }
 
+// Sampled mode: a class object is followed for its free whether or not its block is a sample,
+// so that the analyzer knows exactly which classes are alive (a TypeCreate names the class by
+// address; the writer adds a weightless allocation for a block that is not a sample).
+void watch_class_object(const uint8_t* body, size_t size) {
+    format::Cursor c(body, body + size);
+    uint64_t source, address;
+    if (c.varint(source) && c.varint(address) && address > format::kPythonGcHeaderBytes)
+        live_samples_insert(address - format::kPythonGcHeaderBytes);
+}
+
 void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t size) {
     if (!tracer_active()) return;
     RecursionGuard guard;
+    if (kind == format::RecordKind::TypeCreate && sampling_enabled()) watch_class_object(body, size);
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
@@ -538,6 +568,7 @@ void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t si
 // The stack is captured with the thread's state locked, as it is compared with the previous
 // one there; the writer skips a busy thread rather than wait.
 void record_python_alloc(void* ptr, size_t size) {
+    if (!keep_sample(ptr)) return;
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
@@ -545,10 +576,12 @@ void record_python_alloc(void* ptr, size_t size) {
     unlock(ts);
 }
 
-void record_free(void* ptr) {
+bool record_free(void* ptr) {
+    if (sampling_enabled() && !(sample_maybe_live(ptr) && live_samples_remove(reinterpret_cast<uint64_t>(ptr))))
+        return false;
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
-    if (!ts) return;
+    if (!ts) return true;
     if (make_room(ts, SmallRecord::kMaxBytes)) {
         auto addr = reinterpret_cast<uint64_t>(ptr);
         SmallRecord(ts, RecordKind::Free)
@@ -559,6 +592,7 @@ void record_free(void* ptr) {
         ts->last_addr = addr;
     }
     unlock(ts);
+    return true;
 }
 
 void recorder_after_fork_in_parent(int child_pid) {
@@ -640,11 +674,13 @@ void recorder_collect_thread_buffers(void (*take)(Buffer*)) {
 // A library dlopen'ed into a running process starts one trace per attach. The first attach
 // initialises what recorder_start() would; later ones reset what belongs to the previous trace
 // (stack and Python frame ids, module list, events a thread was still writing at the stop).
-bool recorder_start_attached(const char* output) {
+bool recorder_start_attached(const char* output, uint64_t sample_bytes) {
     RecursionGuard guard;
     if (tracer_active()) return false;
     static bool initialised = false;
     g_config = read_config();
+    g_config.sample_bytes = sample_bytes;  // the process's environment knows nothing of it
+    configure_sampling(g_config.sample_bytes);
     python::allow_allocator_hooks(g_config.python_objects);
     snprintf(g_config.output, sizeof g_config.output, "%s", output);
     g_config.follow_fork = false;  // a forked child keeps our patched GOT but traces nothing

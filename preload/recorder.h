@@ -32,7 +32,9 @@ void recorder_fail(const char* why);
 void record_alloc(void* ptr, size_t size);
 // An allocation seen by the Python allocator hooks: Python frames only.
 void record_python_alloc(void* ptr, size_t size);
-void record_free(void* ptr);
+// A free, recorded before the real one. In sampled mode only a live sample's free is recorded
+// (the others return false at once, most after one load of the sampler's filter).
+bool record_free(void* ptr);
 
 // For the Python agent's records. The stack id of the calling thread's merged stack, dropping
 // innermost frames in [skip_begin, skip_end); 0 when not tracing.
@@ -55,7 +57,8 @@ void recorder_before_dlclose();
 void recorder_collect_thread_buffers(void (*take)(Buffer*));
 
 // Attach mode (preload/attach.cpp): starts a trace to `output` in a running process, also
-// after an earlier attach ended with recorder_stop(). False if already tracing or on failure.
-bool recorder_start_attached(const char* output);
+// after an earlier attach ended with recorder_stop(), sampled with a mean of `sample_bytes`
+// bytes between samples (0: every allocation). False if already tracing or on failure.
+bool recorder_start_attached(const char* output, uint64_t sample_bytes = 0);
 
 }  // namespace growtrace::preload

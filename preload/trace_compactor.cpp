@@ -7,6 +7,7 @@
 
 #include "format/trace_format.h"
 #include "format/varint.h"
+#include "preload/sampler.h"
 
 namespace growtrace::preload {
 namespace {
@@ -15,6 +16,10 @@ using format::RecordKind;
 
 // About 0.1 ms at 2.5 GHz: finer than any window the analyzer uses.
 constexpr int64_t kTimeQuantum = int64_t{1} << 18;
+// Sampled traces: events are sparse, so nearly every one needs a Time record; their times go
+// on a grid of about 3.4 ms (still finer than the analyzer's 10 ms windows), which makes the
+// deltas low in entropy. Thread events then happen at the grid time too.
+constexpr int64_t kSampledTimeQuantum = int64_t{1} << 23;
 // Unmatched frees wait this many writer cycles for the run holding their allocation.
 constexpr uint64_t kPendingCycles = 2;
 
@@ -192,7 +197,12 @@ void TraceCompactor::mark_exit(uint64_t ticks) {
 void TraceCompactor::sync_time(uint64_t ticks) {
     auto delta = static_cast<int64_t>(ticks - written_ticks_);
     bool crosses_exit = exit_ticks_ && (written_ticks_ > exit_ticks_) != (ticks > exit_ticks_);
-    if (!crosses_exit && delta < kTimeQuantum && delta > -kTimeQuantum) return;
+    const int64_t quantum = sampled_ ? kSampledTimeQuantum : kTimeQuantum;
+    if (!crosses_exit && delta < quantum && delta > -quantum) return;
+    if (sampled_ && !crosses_exit) {
+        ticks &= ~static_cast<uint64_t>(kSampledTimeQuantum - 1);
+        delta = static_cast<int64_t>(ticks - written_ticks_);
+    }
     put_small(RecordKind::Time, format::zigzag_encode(delta));
     written_ticks_ = ticks;
 }
@@ -223,20 +233,63 @@ void TraceCompactor::emit_free(uint64_t ticks, uint64_t addr) {
 // A TypeCreate names its class by address, which v2 traces do not keep for allocations: the
 // writer appends 1 + the age of the allocation holding the class object (0 = not traced), so
 // the analyzer can tell whether the class is still alive and where it was allocated.
-uint64_t TraceCompactor::type_allocation(const uint8_t* rest, size_t size) const {
+//
+// In a sampled trace the class object's block is seldom a sample. The recorder follows its
+// free all the same (recorder.cpp, watch_class_object), and here it gets a weightless
+// allocation of size 0 (never a sample: a sample holds a sample point, so at least a byte),
+// written before the TypeCreate, which then names it: class lifetimes stay exact.
+uint64_t TraceCompactor::type_allocation(const uint8_t* rest, size_t size) {
     format::Cursor c(rest, rest + size);
     uint64_t source, address;
     if (!c.varint(source) || !c.varint(address)) return 0;
-    // Classes are garbage-collected objects: CPython 3.11 allocates a 16-byte GC header just
+    // Classes are garbage-collected objects: CPython (3.10 to 3.13) allocates a 16-byte GC header just
     // before the object, so the block starts there.
-    constexpr uint64_t kGcHeaderBytes = 16;
-    const Entry* e = live_.find_latest(address - kGcHeaderBytes, run_ticks_);
+    const Entry* e = live_.find_latest(address - format::kPythonGcHeaderBytes, run_ticks_);
     if (!e) e = live_.find_latest(address, run_ticks_);
-    return e ? allocations_ - e->id + 1 : 0;
+    if (e) return allocations_ - e->id + 1;
+    if (!sampling_enabled() || address <= format::kPythonGcHeaderBytes) return 0;
+    emit_alloc(run_ticks_, 0, address - format::kPythonGcHeaderBytes, 0);
+    return 1;
+}
+
+size_t TraceCompactor::elide_key_description(const uint8_t* rest, size_t size, uint8_t* out) {
+    format::Cursor c(rest, rest + size);
+    uint64_t phase, cache_id, seq, stack, before;
+    const uint8_t* desc;
+    size_t desc_size;
+    if (!c.varint(phase) || phase != 0 || !c.varint(cache_id) || !cache_id || !c.varint(seq) || !c.varint(stack) ||
+        !c.varint(before))
+        return 0;
+    const uint8_t* desc_field = c.position();
+    if (!c.bytes(desc, desc_size) || desc_size == 0) return 0;
+    // FNV-1a of the description.
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < desc_size; ++i) h = (h ^ desc[i]) * 0x100000001b3ull;
+    size_t slot = static_cast<size_t>(cache_id * 0x9E3779B97F4A7C15ull >> 56) % kTrackedCaches;
+    for (size_t probe = 0; probe < kTrackedCaches; ++probe, slot = (slot + 1) % kTrackedCaches) {
+        KeyDescriptions& k = keys_[slot];
+        if (k.cache_id == 0) k.cache_id = cache_id;
+        if (k.cache_id != cache_id) continue;
+        for (uint32_t i = 0; i < k.count; ++i)
+            if (k.hashes[i] == h) return 0;  // seen: written again (its distinct count is unchanged)
+        if (k.count < kKeptKeyDescriptions) {
+            k.hashes[k.count++] = h;
+            return 0;
+        }
+        // One too many: the same payload with an empty description.
+        const size_t head = static_cast<size_t>(desc_field - rest);
+        const size_t tail = size - static_cast<size_t>(c.position() - rest);
+        memcpy(out, rest, head);
+        out[head] = 0;
+        memcpy(out + head + 1, c.position(), tail);
+        return head + 1 + tail;
+    }
+    return 0;  // more caches than tracked: their descriptions are kept
 }
 
 void TraceCompactor::process(const uint8_t* data, size_t size, Sink sink) {
     sink_ = sink;
+    sampled_ = sampling_enabled();
     format::Cursor c(data, data + size);
     while (!c.at_end()) {
         uint8_t kind;
@@ -279,17 +332,26 @@ void TraceCompactor::process(const uint8_t* data, size_t size, Sink sink) {
                 if (is_thread_event_with_ticks(kind) && p.svarint(dticks)) {
                     // Re-base its time on what the reader will know: the run's written clock.
                     run_ticks_ += static_cast<uint64_t>(dticks);
+                    // Found (or, sampled, written) before the record is encoded: a weightless
+                    // allocation written here may move the written clock.
+                    const bool is_type = kind == static_cast<uint8_t>(RecordKind::TypeCreate);
+                    const uint64_t type_alloc = is_type ? type_allocation(p.position(), p.remaining()) : 0;
+                    // Sampled: the event happens at the run's written clock, on its grid.
+                    if (sampled_) sync_time(run_ticks_);
+                    const uint64_t event_ticks = sampled_ ? written_ticks_ : run_ticks_;
                     uint8_t rebased[kMaxRebasedRecord];
                     uint8_t* q = format::put_varint(
-                        rebased, format::zigzag_encode(static_cast<int64_t>(run_ticks_ - written_ticks_)));
+                        rebased, format::zigzag_encode(static_cast<int64_t>(event_ticks - written_ticks_)));
                     size_t rest = p.remaining();
                     if (static_cast<size_t>(q - rebased) + rest + format::kMaxVarintBytes <= sizeof rebased) {
-                        memcpy(q, p.position(), rest);
-                        q += rest;
-                        if (kind == static_cast<uint8_t>(RecordKind::TypeCreate))
-                            q = format::put_varint(q, type_allocation(p.position(), rest));
+                        size_t elided = kind == static_cast<uint8_t>(RecordKind::CacheInsert) && sampling_enabled()
+                                            ? elide_key_description(p.position(), rest, q)
+                                            : 0;
+                        if (!elided) memcpy(q, p.position(), rest);
+                        q += elided ? elided : rest;
+                        if (is_type) q = format::put_varint(q, type_alloc);
                         put(kind, rebased, static_cast<size_t>(q - rebased));
-                        written_ticks_ = run_ticks_;
+                        written_ticks_ = event_ticks;
                     }
                 } else {
                     put(kind, payload, length);
@@ -315,6 +377,7 @@ void TraceCompactor::end_cycle() {
 }
 
 void TraceCompactor::reset() {
+    for (KeyDescriptions& k : keys_) k = KeyDescriptions{};
     live_.clear();
     pending_.clear();
     allocations_ = 0;

@@ -75,7 +75,24 @@ private:
 
     static constexpr size_t kMaxRebasedRecord = 8192;
 
-    uint64_t type_allocation(const uint8_t* payload, size_t size) const;
+    // Sampled traces stay small over hours (issue #12): a cache miss's key description (up to
+    // 512 bytes of text, most of a CacheInsert record) is written until the cache has shown
+    // kKeptKeyDescriptions distinct ones, then left empty. The analyzer picks its example keys
+    // among the first that many distinct descriptions of a cache anyway (python_caches.cpp,
+    // kMaxCandidateKeys), so its report does not change; the miss itself, its key's classes and
+    // its memory stay exact.
+    static constexpr size_t kKeptKeyDescriptions = format::kSampledKeyDescriptionsPerCache;
+    static constexpr size_t kTrackedCaches = 256;
+    struct KeyDescriptions {
+        uint64_t cache_id = 0;  // 0 = free slot (the agent's ids start at 1)
+        uint32_t count = 0;
+        uint64_t hashes[kKeptKeyDescriptions] = {};
+    };
+    // The CacheInsert payload after its dticks, rewritten with an empty key description into
+    // `out` when the description is one too many; 0 = keep it as it is.
+    size_t elide_key_description(const uint8_t* rest, size_t size, uint8_t* out);
+
+    uint64_t type_allocation(const uint8_t* payload, size_t size);
     void emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack);
     void emit_free(uint64_t ticks, uint64_t addr);
     void emit_free_of(uint64_t id, uint64_t ticks);
@@ -95,8 +112,10 @@ private:
     uint64_t run_addr_ = 0;
     uint64_t written_ticks_ = 0;  // time the reader believes the run is at
     uint64_t exit_ticks_ = 0;     // 0: not exiting
+    bool sampled_ = false;        // the trace is sampled (coarser time grid, elided key descriptions)
     Sink sink_ = nullptr;
     uint8_t record_[kMaxRebasedRecord + 1 + 10] = {};
+    KeyDescriptions keys_[kTrackedCaches] = {};
 };
 
 }  // namespace growtrace::preload

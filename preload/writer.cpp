@@ -19,6 +19,7 @@
 #include "preload/python/agent_api.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
+#include "preload/sampler.h"
 #include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
 #include "preload/tracer_thread.h"
@@ -29,6 +30,14 @@ namespace {
 // Blocks are cut at about this many raw bytes: big enough to compress well, small enough that
 // the reader never needs much memory.
 constexpr size_t kBlockTarget = 4u << 20;
+// Sampled mode writes a block about every 5 s rather than every tick: a trace of hours is then
+// mostly small records that compress far better together; and a time mark (and the caches'
+// sizes) once a second, which is plenty for windows of seconds (docs/sampling.md). A killed
+// process loses at most those 5 s.
+constexpr uint64_t kSampledBlockNs = 5000000000;
+constexpr uint64_t kSampledMarkNs = 1000000000;
+uint64_t g_last_block_ns = 0;
+uint64_t g_last_mark_ns = 0;
 
 pthread_mutex_t g_cycle_mutex = PTHREAD_MUTEX_INITIALIZER;  // one flush at a time
 pthread_mutex_t g_global_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -183,12 +192,18 @@ void emit_time_mark() {
     writer_emit(mark.varint(now_ticks()).varint(monotonic_ns()).varint(read_rss_bytes()));
 }
 
-void cycle(bool final) {
+// `write`: the block goes to the file now (not only when it is due).
+void cycle(bool final, bool write) {
     pthread_mutex_lock(&g_cycle_mutex);
     if (g_file && g_file->is_open()) {
         module_map_scan(writer_emit, g_scan_requested.exchange(false));
-        emit_time_mark();
-        python::poll_cache_sizes(writer_emit);
+        const uint64_t now = monotonic_ns();
+        const bool sparse = sampling_enabled() && !write && !final;
+        if (!sparse || now - g_last_mark_ns >= kSampledMarkNs) {
+            emit_time_mark();
+            python::poll_cache_sizes(writer_emit);
+            g_last_mark_ns = now;
+        }
 
         pthread_mutex_lock(&g_global_mutex);
         append(g_global, g_global_used);
@@ -202,7 +217,10 @@ void cycle(bool final) {
             uint8_t bytes[32];
             append(bytes, end.finish(bytes));
         }
-        write_block_now();
+        if (!sparse || now - g_last_block_ns >= kSampledBlockNs) {
+            write_block_now();
+            g_last_block_ns = now;
+        }
         if (final || g_write_failed) g_file->close();
     }
     pthread_mutex_unlock(&g_cycle_mutex);
@@ -229,7 +247,7 @@ void* writer_main(void*) {
         g_wake = false;
         if (g_stop) break;
         pthread_mutex_unlock(&g_wake_mutex);
-        cycle(false);
+        cycle(false, false);
         pthread_mutex_lock(&g_wake_mutex);
     }
     pthread_mutex_unlock(&g_wake_mutex);
@@ -275,7 +293,7 @@ void writer_note_main_thread_ended() { g_main_thread_ended.store(true); }
 // complete (`growtrace detach` waits for that). A cycle it runs meanwhile finds the file closed.
 void writer_flush(bool final) {
     RecursionGuard guard;
-    cycle(final);
+    cycle(final, true);
     if (!final) return;
     pthread_mutex_lock(&g_wake_mutex);
     g_stop = true;

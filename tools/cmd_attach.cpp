@@ -35,6 +35,7 @@
 #include "paths.h"
 #include "elf_check.h"
 #include "launcher.h"
+#include "sampling_option.h"
 
 namespace growtrace::cli {
 namespace {
@@ -53,6 +54,7 @@ struct AttachOptions {
     std::string output;
     double duration = 0;
     bool no_wait = false;
+    SamplingOption sampling;  // default: kDefaultAttachSampleBytes
 };
 
 std::string read_text(const std::string& path) {
@@ -451,12 +453,13 @@ std::string describe_start_failure(long rc, int pid) {
 
 struct Started {
     long sites = 0;  // redirected call sites, or an error code of growtrace_attach_start
-    long python = 0;  // growtrace_attach_python: 1 agent starts, 0 no CPython 3.11, < 0 error
+    long python = 0;  // growtrace_attach_python: 3XX agent starts in CPython 3.XX, 0 no CPython it reads, < 0 error
     int waits = 0;    // times gdb let the program run to get out of its allocator first
 };
 
 // Loads the library and starts tracing, and the CPython agent where there is one.
-std::variant<Started, std::string> inject(int pid, const std::string& library, const std::string& output) {
+std::variant<Started, std::string> inject(int pid, const std::string& library, const std::string& output,
+                                          uint64_t sample_bytes) {
     std::string agent = python_agent_dir(library);
     // dlopen is in libc since glibc 2.34; older processes that do not link libdl only have
     // glibc's internal __libc_dlopen_mode (flags RTLD_NOW | __RTLD_DLOPEN). The agent's paths
@@ -470,7 +473,8 @@ std::variant<Started, std::string> inject(int pid, const std::string& library, c
                         : fmt::format("(int)growtrace_attach_python({}, {})", c_string_literal(agent + "/startup"),
                                       c_string_literal(python_agent_extension(agent)))},
          false},
-        {"start", {fmt::format("(int)growtrace_attach_start({})", c_string_literal(output))}, false}};
+        {"start", {fmt::format("(int)growtrace_attach_start_sampled({}, {}ULL)", c_string_literal(output), sample_bytes)},
+         false}};
     GdbResult r = run_gdb(pid, calls, "loading the tracer");
     if (std::string trouble = gdb_trouble(r, pid); !trouble.empty()) return trouble;
     if (r.results.contains("start"))
@@ -540,6 +544,8 @@ int run_attach(const AttachOptions& o) {
     if (access(library.c_str(), R_OK) != 0) return error(fmt::format("tracer library not found: {}", library));
     std::string output = o.output.empty() ? default_output(o.pid) : make_absolute(o.output);
     if (auto problem = prepare_output(output)) return error(*problem);
+    std::optional<uint64_t> sample_bytes = o.sampling.bytes(kDefaultAttachSampleBytes);
+    if (!sample_bytes) return kExitError;
 
     // Signals that arrive while gdb works are honoured once tracing runs.
     struct sigaction sa {};
@@ -550,7 +556,7 @@ int run_attach(const AttachOptions& o) {
     sigaction(SIGHUP, &sa, nullptr);
 
     auto t0 = std::chrono::steady_clock::now();
-    auto injected = inject(o.pid, library, output);
+    auto injected = inject(o.pid, library, output, *sample_bytes);
     if (auto* why = std::get_if<std::string>(&injected)) return error(*why);
     Started started = std::get<Started>(injected);
     if (started.sites <= 0) return error(describe_start_failure(started.sites, o.pid));
@@ -558,12 +564,15 @@ int run_attach(const AttachOptions& o) {
     if (started.waits > 0)
         note(fmt::format("process {} was inside its allocator: let it run until it left ({} time{})", o.pid,
                          started.waits, started.waits == 1 ? "" : "s"));
-    note(fmt::format("attached to process {} ({}) in {:.1f} s, {} call sites redirected; tracing to {}", o.pid,
-                     process_name(o.pid), attach_s, started.sites, output));
+    note(fmt::format("attached to process {} ({}) in {:.1f} s, {} call sites redirected; tracing to {} ({})", o.pid,
+                     process_name(o.pid), attach_s, started.sites, output,
+                     *sample_bytes ? fmt::format("sampled, one every {} bytes on average", format_byte_size(*sample_bytes))
+                                   : std::string("every allocation")));
     if (started.python > 0)
-        note("CPython 3.11: the agent (caches, classes) starts as soon as the program next runs Python code");
+        note(fmt::format("CPython {}.{}: the agent (caches, classes) starts as soon as the program next runs Python code",
+                         started.python / 100, started.python % 100));
     else if (started.python < 0)
-        note(fmt::format("CPython 3.11, but the agent could not be started (code {}): native and Python stacks only",
+        note(fmt::format("CPython, but the agent could not be started (code {}): native and Python stacks only",
                          started.python));
     if (o.no_wait && o.duration <= 0) {
         note(fmt::format("stop with: growtrace detach {}", o.pid));
@@ -630,6 +639,9 @@ Verb add_attach_verb(CLI::App& parent) {
     app->add_option("-o,--output", options->output, "Trace file (default growtrace.PID.attach.gtrace)");
     app->add_option("--duration", options->duration, "Detach after this many seconds")->check(CLI::PositiveNumber);
     app->add_flag("--no-wait", options->no_wait, "Return once tracing started; stop with 'growtrace detach PID'");
+    add_sampling_options(app, options->sampling,
+                         "Default: --sample " + format_byte_size(kDefaultAttachSampleBytes) +
+                             " (a service traced for hours; --full for every allocation).");
     return {app, [options] { return run_attach(*options); }};
 }
 

@@ -88,7 +88,7 @@ struct TraceFamily {
 };
 
 std::vector<std::string> traced_environment(const std::string& library, const std::string& output,
-                                            const RunOptions& options) {
+                                            const RunOptions& options, uint64_t sample_bytes) {
     std::vector<std::string> env;
     std::string old_preload;
     std::optional<std::string> old_pythonpath;
@@ -103,7 +103,8 @@ std::vector<std::string> traced_environment(const std::string& library, const st
             continue;
         }
         if (entry.starts_with("GROWTRACE_OUTPUT=") || entry.starts_with("GROWTRACE_FOLLOW_EXEC=") ||
-            entry.starts_with("GROWTRACE_FOLLOW_FORK=") || entry.starts_with("GROWTRACE_PYTHON_OBJECTS=")) {
+            entry.starts_with("GROWTRACE_FOLLOW_FORK=") || entry.starts_with("GROWTRACE_PYTHON_OBJECTS=") ||
+            entry.starts_with("GROWTRACE_SAMPLE=")) {
             continue;
         }
         env.push_back(std::move(entry));
@@ -113,6 +114,7 @@ std::vector<std::string> traced_environment(const std::string& library, const st
     env.push_back(std::string("GROWTRACE_FOLLOW_EXEC=") + (options.no_follow_exec ? "0" : "1"));
     env.push_back(std::string("GROWTRACE_FOLLOW_FORK=") + (options.no_follow_fork ? "0" : "1"));
     env.push_back(std::string("GROWTRACE_PYTHON_OBJECTS=") + (options.no_python_objects ? "0" : "1"));
+    env.push_back("GROWTRACE_SAMPLE=" + std::to_string(sample_bytes));
     // A Python program finds the agent's sitecustomize first on its path; the agent removes
     // itself and restores PYTHONPATH (from GROWTRACE_PYTHONPATH_ORIG) before the program runs.
     // Harmless for other programs.
@@ -191,6 +193,7 @@ void add_run_options(CLI::App* sub, RunOptions& options) {
                   "CPython: do not hook the object allocator (PEP 445). About twice as fast on object-heavy "
                   "programs, but objects of 512 bytes or less are then seen only as the 256 KiB arenas "
                   "pymalloc takes from malloc, so their Python frames are lost");
+    add_sampling_options(sub, options.sampling, "Default: every allocation (--full).");
 }
 
 int run_command(const RunOptions& options, std::vector<std::string> command, RunOutcome* outcome) {
@@ -208,6 +211,8 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
         return error(fmt::format("command not found: {}", word));
     }
     if (auto problem = check_preloadable(word, *resolved)) return error(*problem);
+    std::optional<uint64_t> sample_bytes = options.sampling.bytes(0);
+    if (!sample_bytes) return kExitError;
 
     std::string library = preload_library_path();
     if (access(library.c_str(), R_OK) != 0) {
@@ -237,7 +242,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
     TraceFamily family(output);
     auto members_before = traced ? family.members() : decltype(family.members()){};
 
-    int exec_errno = launcher.release(traced ? traced_environment(library, output, options)
+    int exec_errno = launcher.release(traced ? traced_environment(library, output, options, *sample_bytes)
                                              : current_environment());
     crash_here_for_tests("run-wait");
     ChildExit exit_status = launcher.wait();

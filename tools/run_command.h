@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sampling_option.h"
+
 namespace growtrace::cli {
 
 struct RunOptions {
@@ -14,6 +16,7 @@ struct RunOptions {
     bool no_follow_exec = false;
     bool no_follow_fork = false;
     bool no_python_objects = false;
+    SamplingOption sampling;  // default: full tracing
 };
 
 // The options `run` and `check` share.

@@ -1,97 +1,104 @@
 #!/usr/bin/env bash
 # Sets up the Python side of growtrace's tests. Idempotent and fast when nothing changed.
 #
-#  1. <repo>/.venv, made with a CPython 3.11 whose executable links libpython3.11.so
-#     (the "shared" build: LD_PRELOAD can interpose libpython's exported functions), with
-#     tools/python_requirements.txt installed. A stamp file holding the hash of the
-#     requirements and of the base interpreter makes re-runs a no-op.
+#  1. One venv per CPython version growtrace reads, each made with a CPython whose executable
+#     links libpython3.X.so (the "shared" build: LD_PRELOAD can interpose libpython's exported
+#     functions), with tools/python_requirements.txt installed: <repo>/.venv for 3.11 (the
+#     default: the demo, the benchmarks) and <repo>/.venv-3.10, .venv-3.12, .venv-3.13. A stamp
+#     file holding the hash of the requirements and of the base interpreter makes re-runs a
+#     no-op. A version with no such interpreter here is skipped (its tests say so); 3.11 is
+#     required.
 #  2. Checks that Debian's /usr/bin/python3.11 (libpython linked into the executable, the
 #     "static" build) runs the stdlib-only test programs. Nothing is installed for it.
 #
-# Choice of the base interpreter, first that qualifies:
-#   $GROWTRACE_PYTHON, pyenv's 3.11.x ($PYENV_ROOT or ~/.pyenv), python3.11 and python3 on PATH.
-# "Qualifies" = version 3.11 and the executable itself is dynamically linked against
-# libpython3.11.so. sysconfig's Py_ENABLE_SHARED is not enough: Debian's python3.11 reports
+# Choice of each base interpreter, first that qualifies:
+#   $GROWTRACE_PYTHON (3.11 only), pyenv's 3.X.y ($PYENV_ROOT or ~/.pyenv, newest first),
+#   python3.X and python3 on PATH, the image's /root/.pyenv.
+# "Qualifies" = version 3.X and the executable itself is dynamically linked against
+# libpython3.X.so. sysconfig's Py_ENABLE_SHARED is not enough: Debian's python3.11 reports
 # 1 (it also ships libpython3.11.so) but its executable is linked statically.
 #
 # Usage: tools/setup_python.sh [--force]      (--force: reinstall even if the stamp matches)
-# Prints the venv's python path as its last line.
+# Prints the 3.11 venv's python path as its last line.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$repo/.venv"
 requirements="$repo/tools/python_requirements.txt"
-stamp="$venv/.growtrace-requirements.sha256"
 force=0
 [[ "${1:-}" == "--force" ]] && force=1
 
 log() { echo "setup_python: $*" >&2; }
 
-# Is "$1" a CPython 3.11 whose executable links libpython dynamically? Prints its real path.
+# Is "$2" a CPython 3.$1 whose executable links libpython dynamically? Prints its real path.
 qualifies() {
-    local exe="$1" real
+    local minor="$1" exe="$2" real
     [[ -x "$exe" ]] || return 1
     real="$(readlink -f "$exe")" || return 1
-    "$real" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) and sys.implementation.name == "cpython" else 1)' \
+    "$real" -c "import sys; sys.exit(0 if sys.version_info[:2] == (3, $minor) and sys.implementation.name == 'cpython' else 1)" \
         2>/dev/null || return 1
-    ldd "$real" 2>/dev/null | grep -q 'libpython3\.11\.so' || return 1
+    ldd "$real" 2>/dev/null | grep -q "libpython3\.$minor\.so" || return 1
     echo "$real"
 }
 
 find_base_python() {
-    local candidates=() pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}" c
-    [[ -n "${GROWTRACE_PYTHON:-}" ]] && candidates+=("$GROWTRACE_PYTHON")
-    # Newest 3.11.x first.
+    local minor="$1" candidates=() pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}" c
+    [[ $minor == 11 && -n "${GROWTRACE_PYTHON:-}" ]] && candidates+=("$GROWTRACE_PYTHON")
     if [[ -d "$pyenv_root/versions" ]]; then
-        while IFS= read -r c; do candidates+=("$c/bin/python3.11"); done \
-            < <(ls -d "$pyenv_root"/versions/3.11.* 2>/dev/null | sort -V -r)
+        while IFS= read -r c; do candidates+=("$c/bin/python3.$minor"); done \
+            < <(ls -d "$pyenv_root"/versions/3."$minor".* 2>/dev/null | sort -V -r)
     fi
-    for c in python3.11 python3; do
+    for c in "python3.$minor" python3; do
         command -v "$c" >/dev/null 2>&1 && candidates+=("$(command -v "$c")")
     done
-    # The image's own pyenv, when HOME or PYENV_ROOT point elsewhere.
-    for c in /root/.pyenv/versions/3.11.*/bin/python3.11; do
+    for c in /root/.pyenv/versions/3."$minor".*/bin/python3."$minor"; do
         [[ -x "$c" ]] && candidates+=("$c")
     done
     for c in "${candidates[@]}"; do
-        if qualifies "$c"; then return 0; fi
+        if qualifies "$minor" "$c"; then return 0; fi
     done
-    log "candidates tried: ${candidates[*]:-none}"
+    log "3.$minor: candidates tried: ${candidates[*]:-none}"
     return 1
 }
 
-base="$(find_base_python)" || {
-    log "no CPython 3.11 with a shared libpython found (tried \$GROWTRACE_PYTHON, pyenv, PATH)"
-    exit 1
-}
-
-# The stamp covers the requirements, this script's pip options and the base interpreter.
-want="$( { sha256sum < "$requirements"; echo "$base"; "$base" -c 'import sys; print(sys.version)'; } \
-         | sha256sum | cut -d' ' -f1)"
-
-venv_ok() {
-    [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import sys' 2>/dev/null \
-        && [[ "$(readlink -f "$venv/bin/python")" == "$base" ]]
-}
-
-if [[ $force -eq 0 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && venv_ok; then
-    log "venv up to date ($base)"
-else
+# make_venv MINOR VENV: the venv for CPython 3.MINOR, made or brought up to date.
+make_venv() {
+    local minor="$1" venv="$2" base want stamp="$2/.growtrace-requirements.sha256"
+    base="$(find_base_python "$minor")" || return 1
+    # The stamp covers the requirements, this script's pip options and the base interpreter.
+    want="$( { sha256sum < "$requirements"; echo "$base"; "$base" -c 'import sys; print(sys.version)'; } \
+             | sha256sum | cut -d' ' -f1)"
+    venv_ok() {
+        [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import sys' 2>/dev/null \
+            && [[ "$(readlink -f "$venv/bin/python")" == "$base" ]]
+    }
+    if [[ $force -eq 0 && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && venv_ok; then
+        log "3.$minor: venv up to date ($base)"
+        return 0
+    fi
     if ! venv_ok; then
-        log "creating $venv with $base"
+        log "3.$minor: creating $venv with $base"
         rm -rf "$venv"
         "$base" -m venv "$venv"
         # Keep the venv out of git without touching the repository's .gitignore.
         echo '*' > "$venv/.gitignore"
     fi
-    log "installing $(grep -cv '^\s*\(#\|$\)' "$requirements") pinned packages"
+    log "3.$minor: installing $(grep -cv '^\s*\(#\|$\)' "$requirements") pinned packages"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         --no-input -r "$requirements"
     "$venv/bin/python" -c 'import openai, pydantic, psutil, pytest' \
-        || { log "installed packages do not import"; exit 1; }
+        || { log "3.$minor: installed packages do not import"; return 1; }
     echo "$want" > "$stamp"
-    log "venv ready"
-fi
+    log "3.$minor: venv ready"
+}
+
+make_venv 11 "$repo/.venv" || { log "no CPython 3.11 with a shared libpython found (tried \$GROWTRACE_PYTHON, pyenv, PATH)"; exit 1; }
+# The other versions growtrace reads: those with a layout file (preload/python/cpython/).
+for layout in "$repo"/preload/python/cpython/version_3*.cpp; do
+    minor="${layout##*/version_3}"
+    minor="${minor%.cpp}"
+    [[ $minor == 11 ]] && continue
+    make_venv "$minor" "$repo/.venv-3.$minor" || log "note: no venv for CPython 3.$minor: its tests will be skipped"
+done
 
 # Debian's static build: only the standard library is used, so just check it runs.
 static_py=/usr/bin/python3.11
@@ -107,4 +114,4 @@ else
     log "note: $static_py not found; static-build tests will be skipped"
 fi
 
-echo "$venv/bin/python"
+echo "$repo/.venv/bin/python"

@@ -1,9 +1,5 @@
 #include "preload/python/agent_api.h"
 
-#define Py_BUILD_CORE 1
-#include <Python.h>
-#undef Py_BUILD_CORE
-
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -12,6 +8,7 @@
 
 #include "growtrace_py_api.h"
 #include "preload/clock.h"
+#include "preload/python/cpython/interpreter.h"
 #include "preload/python/python_allocator.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
@@ -28,13 +25,16 @@ uint64_t g_agent_begin = 0, g_agent_end = 0;
 
 struct WatchedCache {
     uint64_t id;
-    const PyDictObject* dict;
+    const void* dict;  // a dict object
     int64_t last_entries;
 };
 constexpr int kMaxWatchedCaches = 4096;
 pthread_mutex_t g_caches_mutex = PTHREAD_MUTEX_INITIALIZER;
 WatchedCache g_caches[kMaxWatchedCaches];
 int g_cache_count = 0;
+// Set at the shutdown mark, after a last poll: from then on the interpreter frees the caches'
+// dicts (and unmaps their memory), and sizes read then would decide nothing anyway.
+bool g_caches_frozen = false;
 
 struct RangeQuery {
     const char* path;
@@ -84,7 +84,7 @@ void cache_created(const growtrace_py_cache_info* c) {
     int i = 0;
     while (i < g_cache_count && g_caches[i].id != c->cache_id) ++i;
     if (i < kMaxWatchedCaches) {
-        g_caches[i] = {c->cache_id, reinterpret_cast<const PyDictObject*>(c->cache_dict),
+        g_caches[i] = {c->cache_id, reinterpret_cast<const void*>(c->cache_dict),
                        static_cast<int64_t>(c->entries)};
         if (i == g_cache_count) ++g_cache_count;
     }
@@ -129,7 +129,13 @@ void type_created(const growtrace_py_type_info* t) {
               t->metaclass_len);
 }
 
-void process_exiting() { recorder_program_exiting(); }
+void process_exiting() {
+    poll_cache_sizes(writer_emit);  // the sizes the program leaves behind
+    pthread_mutex_lock(&g_caches_mutex);
+    g_caches_frozen = true;
+    pthread_mutex_unlock(&g_caches_mutex);
+    recorder_program_exiting();
+}
 
 growtrace_py_api g_api_table = {
     sizeof(growtrace_py_api), GROWTRACE_PY_API_VERSION, GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL, 0,
@@ -137,40 +143,34 @@ growtrace_py_api g_api_table = {
     process_exiting,
 };
 
-using TypeReadyFn = int (*)(PyTypeObject*);
+using TypeReadyFn = int (*)(void*);
 
-struct TypeApi {
-    PyObject* (*dict_get)(PyObject*, const char*);
-    const char* (*utf8)(PyObject*, Py_ssize_t*);
-};
-TypeApi g_type_api;
-
-const char* text(PyObject* s, Py_ssize_t& size) {
-    size = 0;
-    if (!s || !PyUnicode_Check(s) || !g_type_api.utf8) return "";
-    const char* t = g_type_api.utf8(s, &size);
-    return t ? t : "";
-}
-
-void record_heap_type(PyTypeObject* type) {
-    if (!g_type_api.dict_get) {
-        g_type_api.dict_get = reinterpret_cast<PyObject* (*)(PyObject*, const char*)>(
-            dlsym(RTLD_DEFAULT, "PyDict_GetItemString"));
-        g_type_api.utf8 = reinterpret_cast<const char* (*)(PyObject*, Py_ssize_t*)>(
-            dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8AndSize"));
-        if (!g_type_api.dict_get) return;
-    }
-    auto* heap = reinterpret_cast<PyHeapTypeObject*>(type);
-    Py_ssize_t module_len = 0, name_len = 0;
-    PyObject* module = type->tp_dict ? g_type_api.dict_get(type->tp_dict, "__module__") : nullptr;
-    const char* module_text = text(module, module_len);
-    const char* name = text(heap->ht_qualname, name_len);
-    const char* meta = Py_TYPE(type)->tp_name ? Py_TYPE(type)->tp_name : "";
+// A class just made ready: its module, qualified name and metaclass, read from its own storage
+// (no attribute lookup, which could run the program's code).
+void record_heap_type(const void* type) {
+    const VersionLayout& l = layout();
+    const CApi& api = interpreter().api;
+    size_t module_len = 0, name_len = 0;
+    Object* dict = field<Object*>(type, l.type_dict);
+    Object* module = dict ? api.dict_get(dict, "__module__") : nullptr;
+    const char* module_text = text_of(module, module_len);
+    const char* name = text_of(field<Object*>(type, l.heap_type_qualname), name_len);
+    const char* meta = field<const char*>(type_of(type), l.type_name);
+    if (!meta) meta = "";
     uint64_t stack = capture_stack_api();
-    emit_type(GROWTRACE_PY_TYPE_FROM_NATIVE_HOOK, reinterpret_cast<uint64_t>(type), stack, module_text,
-              static_cast<size_t>(module_len), name, static_cast<size_t>(name_len), meta, strlen(meta));
+    emit_type(GROWTRACE_PY_TYPE_FROM_NATIVE_HOOK, reinterpret_cast<uint64_t>(type), stack, module_text, module_len, name,
+              name_len, meta, strlen(meta));
 }
 
+}  // namespace
+
+namespace {
+// A racy read of one aligned word (the writer does not hold the GIL): at worst a count one
+// insertion old.
+int64_t entries_of(const void* dict) {
+    auto* used = reinterpret_cast<const int64_t*>(static_cast<const char*>(dict) + layout().dict_used);
+    return __atomic_load_n(used, __ATOMIC_RELAXED);
+}
 }  // namespace
 
 void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
@@ -179,12 +179,10 @@ void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
     int64_t entries[kMaxWatchedCaches];
     uint64_t ids[kMaxWatchedCaches];
     pthread_mutex_lock(&g_caches_mutex);
-    for (int i = 0; i < g_cache_count; ++i) {
+    for (int i = 0; i < g_cache_count && !g_caches_frozen; ++i) {
         WatchedCache& c = g_caches[i];
         if (c.last_entries < 0) continue;  // destroyed and reported
-        // A racy read of one aligned word (the writer does not hold the GIL): at worst a
-        // count one insertion old.
-        int64_t now = c.dict ? static_cast<int64_t>(__atomic_load_n(&c.dict->ma_used, __ATOMIC_RELAXED)) : -1;
+        int64_t now = c.dict ? entries_of(c.dict) : -1;
         if (now == c.last_entries) continue;
         c.last_entries = now;
         ids[changed] = c.id;
@@ -199,6 +197,7 @@ void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
 
 void forget_caches() {
     g_cache_count = 0;
+    g_caches_frozen = false;
     pthread_mutex_init(&g_caches_mutex, nullptr);
 }
 
@@ -208,7 +207,7 @@ using namespace growtrace::preload;
 
 // Our own definition, reached without the GOT: `&PyType_Ready` in this library would resolve to
 // the first definition in the process, which in a static Python is the executable's.
-extern "C" int growtrace_type_ready_local(PyTypeObject*) __attribute__((alias("PyType_Ready"), visibility("hidden")));
+extern "C" int growtrace_type_ready_local(void*) __attribute__((alias("PyType_Ready"), visibility("hidden")));
 
 namespace growtrace::preload::python {
 namespace {
@@ -226,16 +225,24 @@ TypeReadyFn real_type_ready() {
 // Every class statement and type() call ends in PyType_Ready. Where libpython is a shared
 // library its internal calls go through the PLT and reach this definition first; in a Python
 // linked into its executable they do not, and the agent's gc scan reports classes instead.
-extern "C" int PyType_Ready(PyTypeObject* type) {
+extern "C" __attribute__((visibility("default"))) int PyType_Ready(void* type) {
     python::TypeReadyFn real = python::real_type_ready();
     if (!real) return -1;
     int rc = real(type);
-    if (rc == 0 && (type->tp_flags & Py_TPFLAGS_HEAPTYPE) && !t_in_tracer && tracer_active()) python::record_heap_type(type);
+    if (rc == 0 && !t_in_tracer && tracer_active() && python::present() && python::is_heap_type(type))
+        python::record_heap_type(type);
     return rc;
 }
 
+// The program begins to exit, for an interpreter the agent cannot run in: sitecustomize.py
+// registers this with atexit through ctypes, so that memory the interpreter frees at exit is
+// still counted as held, as the agent's own atexit callback does elsewhere.
+extern "C" __attribute__((visibility("default"))) void growtrace_program_exiting() { recorder_program_exiting(); }
+
 extern "C" __attribute__((visibility("default"))) const growtrace_py_api* growtrace_py_get_api(uint32_t min_version) {
-    if (min_version > GROWTRACE_PY_API_VERSION || !tracer_active()) return nullptr;
+    // The agent is the running interpreter's own build; it is refused where the library
+    // cannot read that interpreter (its layout is unknown, so neither can be trusted).
+    if (min_version > GROWTRACE_PY_API_VERSION || !tracer_active() || !python::present()) return nullptr;
     static const bool type_hook =
         dlsym(RTLD_DEFAULT, "PyType_Ready") == reinterpret_cast<void*>(&growtrace_type_ready_local);
     if (type_hook) python::g_api_table.features |= GROWTRACE_PY_FEATURE_NATIVE_TYPE_HOOK;

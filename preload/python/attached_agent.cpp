@@ -1,6 +1,5 @@
 #include "preload/python/attached_agent.h"
 
-#include <Python.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -14,6 +13,7 @@
 
 #include "growtrace_py_api.h"
 #include "preload/log.h"
+#include "preload/python/cpython/interpreter.h"
 #include "preload/python/python_allocator.h"
 #include "preload/python/python_frames.h"
 #include "preload/recursion_guard.h"
@@ -35,41 +35,9 @@ constexpr const char* kBootstrap =
     "if detach is not None:\n"
     "    DETACH = detach\n";
 
-// The C API of the interpreter, found in the process (libpython or the executable).
-struct Interpreter {
-    int (*is_initialized)();
-    int (*is_finalizing)();
-    PyGILState_STATE (*ensure)();
-    void (*release)(PyGILState_STATE);
-    PyObject* (*dict_new)();
-    int (*dict_set)(PyObject*, const char*, PyObject*);
-    PyObject* (*dict_get)(PyObject*, const char*);
-    PyObject* (*text)(const char*);
-    PyObject* (*number)(unsigned long long);
-    PyObject* (*run)(const char*, int, PyObject*, PyObject*, PyCompilerFlags*);
-    PyObject* (*call)(PyObject*);
-    void (*decref)(PyObject*);
-    void (*clear_error)();
-};
-Interpreter g_py;
+const CApi& api() { return interpreter().api; }
 
-template <typename F>
-bool resolve(F& fn, const char* name) {
-    fn = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
-    return fn != nullptr;
-}
-
-bool find_interpreter() {
-    return resolve(g_py.is_initialized, "Py_IsInitialized") && resolve(g_py.is_finalizing, "_Py_IsFinalizing") &&
-           resolve(g_py.ensure, "PyGILState_Ensure") && resolve(g_py.release, "PyGILState_Release") &&
-           resolve(g_py.dict_new, "PyDict_New") && resolve(g_py.dict_set, "PyDict_SetItemString") &&
-           resolve(g_py.dict_get, "PyDict_GetItemString") && resolve(g_py.text, "PyUnicode_FromString") &&
-           resolve(g_py.number, "PyLong_FromUnsignedLongLong") && resolve(g_py.run, "PyRun_StringFlags") &&
-           resolve(g_py.call, "PyObject_CallNoArgs") && resolve(g_py.decref, "Py_DecRef") &&
-           resolve(g_py.clear_error, "PyErr_Clear");
-}
-
-bool usable() { return g_py.is_initialized() && !g_py.is_finalizing(); }
+bool usable() { return api().is_initialized() && !api().is_finalizing(); }
 
 char g_startup_dir[PATH_MAX];
 char g_loader[PATH_MAX];
@@ -77,38 +45,38 @@ char g_extension[PATH_MAX];
 bool g_prepared = false;  // under the attach mutex
 
 // Touched only with the GIL held, except g_started (attach mutex) and the start handshake.
-PyObject* g_namespace = nullptr;  // the bootstrap's globals; DETACH in it
+Object* g_namespace = nullptr;  // the bootstrap's globals; DETACH in it
 std::atomic<unsigned> g_generation{0};
 std::atomic<bool> g_started{false};
 pthread_mutex_t g_start_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_start_done = PTHREAD_COND_INITIALIZER;
 bool g_start_running = false;
 
-void set_item(PyObject* dict, const char* key, PyObject* value) {
+void set_item(Object* dict, const char* key, Object* value) {
     if (!value) return;
-    g_py.dict_set(dict, key, value);
-    g_py.decref(value);
+    api().dict_set(dict, key, value);
+    api().decref(value);
 }
 
 // GIL held.
 void run_bootstrap() {
-    PyObject* globals = g_py.dict_new();
+    Object* globals = api().dict_new();
     if (!globals) return;
-    set_item(globals, "__name__", g_py.text("_growtrace_attach"));
-    set_item(globals, "LOADER", g_py.text(g_loader));
-    set_item(globals, "HERE", g_py.text(g_startup_dir));
-    set_item(globals, "EXTENSION", g_py.text(g_extension));
-    set_item(globals, "API", g_py.number(reinterpret_cast<uintptr_t>(&growtrace_py_get_api)));
-    PyObject* result = g_py.run(kBootstrap, Py_file_input, globals, globals, nullptr);
+    set_item(globals, "__name__", api().text("_growtrace_attach"));
+    set_item(globals, "LOADER", api().text(g_loader));
+    set_item(globals, "HERE", api().text(g_startup_dir));
+    set_item(globals, "EXTENSION", api().text(g_extension));
+    set_item(globals, "API", api().number(reinterpret_cast<uintptr_t>(&growtrace_py_get_api)));
+    Object* result = api().run(kBootstrap, kFileInput, globals, globals, nullptr);
     if (!result) {
         // The loader reports its own failures; this is one of the bootstrap itself. PyErr_Print
         // would leave sys.last_value behind for the program to see.
-        g_py.clear_error();
+        api().clear_error();
         log_line("python agent not started: %s could not be run", g_loader);
-        g_py.decref(globals);
+        api().decref(globals);
         return;
     }
-    g_py.decref(result);
+    api().decref(result);
     g_namespace = globals;
 }
 
@@ -124,9 +92,9 @@ void* start_main(void* arg) {
     prctl(PR_SET_NAME, "growtrace-py", 0, 0, 0);
     auto generation = static_cast<unsigned>(reinterpret_cast<uintptr_t>(arg));
     if (usable()) {
-        PyGILState_STATE gil = g_py.ensure();
+        int gil = api().gil_ensure();
         if (g_generation.load() == generation) run_bootstrap();  // else stopped meanwhile
-        g_py.release(gil);
+        api().gil_release(gil);
     }
     finish_start();
     return nullptr;
@@ -135,13 +103,13 @@ void* start_main(void* arg) {
 // GIL held.
 void run_detach() {
     if (!g_namespace) return;
-    PyObject* detach = g_py.dict_get(g_namespace, "DETACH");  // borrowed
+    Object* detach = api().dict_get(g_namespace, "DETACH");  // borrowed
     if (detach) {
-        PyObject* result = g_py.call(detach);
-        if (result) g_py.decref(result);
-        else g_py.clear_error();
+        Object* result = api().call(detach);
+        if (result) api().decref(result);
+        else api().clear_error();
     }
-    g_py.decref(g_namespace);
+    api().decref(g_namespace);
     g_namespace = nullptr;
 }
 
@@ -160,10 +128,10 @@ void* stop_main(void* arg) {
     auto finish = reinterpret_cast<void (*)()>(arg);
     wait_for_start();
     if (usable()) {
-        PyGILState_STATE gil = g_py.ensure();
+        int gil = api().gil_ensure();
         run_detach();
         uninstall_allocator_hooks();
-        g_py.release(gil);
+        api().gil_release(gil);
     }
     finish();
     return nullptr;
@@ -174,17 +142,30 @@ bool copy_path(char* out, const char* dir, const char* name) {
     return n > 0 && n < PATH_MAX && access(out, R_OK) == 0;
 }
 
+// The agent is built once per interpreter version, all in one folder: the one for this
+// interpreter sits beside the extension gdb named.
+bool copy_extension(const char* named) {
+    const char* slash = strrchr(named, '/');
+    if (!slash) return false;
+    char name[64];
+    snprintf(name, sizeof name, "_growtrace_agent.cpython-%d%d-x86_64-linux-gnu.so", interpreter().major,
+             interpreter().minor);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", static_cast<int>(slash - named), named);
+    return copy_path(g_extension, dir, name);
+}
+
 }  // namespace
 
 int prepare_attached_agent(const char* startup_dir, const char* extension_path) {
     RecursionGuard guard;
     g_prepared = false;
-    if (!probe() || !find_interpreter() || !usable()) return 0;  // no Python, or not 3.11
+    if (!probe() || !usable()) return 0;  // no Python, or one growtrace does not read
     if (!startup_dir || !extension_path || !copy_path(g_startup_dir, startup_dir, nullptr) ||
-        !copy_path(g_loader, startup_dir, "growtrace-loader.py") || !copy_path(g_extension, extension_path, nullptr))
+        !copy_path(g_loader, startup_dir, "growtrace-loader.py") || !copy_extension(extension_path))
         return -1;
     g_prepared = true;
-    return 1;
+    return interpreter().major * 100 + interpreter().minor;
 }
 
 bool start_attached_agent() {

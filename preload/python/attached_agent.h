@@ -7,9 +7,9 @@
 namespace growtrace::preload::python {
 
 // Called before the trace starts (gdb allocates the strings in the process with its malloc,
-// which must not be traced): remembers where the agent is. Returns 1 if the process runs
-// CPython 3.11 and the agent will start with the trace, 0 if not (nothing to do), -1 if the
-// agent's files are missing.
+// which must not be traced): remembers where the agent is. Returns the version (311 for 3.11)
+// if the process runs a CPython growtrace reads and the agent will start with the trace, 0 if
+// not (nothing to do), -1 if the agent's files are missing.
 int prepare_attached_agent(const char* startup_dir, const char* extension_path);
 
 // Once the trace started: starts the prepared agent from a new thread, which runs it as soon

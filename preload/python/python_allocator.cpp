@@ -1,28 +1,30 @@
 #include "preload/python/python_allocator.h"
 
-#include <Python.h>
-#include <dlfcn.h>
 
 #include <atomic>
 
 #include "preload/python/python_frames.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
+#include "preload/sampler.h"
 
 namespace growtrace::preload::python {
 namespace {
 
-PyMemAllocatorEx g_original[2];  // PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ
+constexpr AllocatorDomain kDomains[2] = {AllocatorDomain::Mem, AllocatorDomain::Object};
+MemAllocator g_original[2];
 std::atomic<bool> g_installed{false};
 std::atomic<bool> g_allowed{true};
 
-PyMemAllocatorEx& original(void* ctx) { return *static_cast<PyMemAllocatorEx*>(ctx); }
+MemAllocator& original(void* ctx) { return *static_cast<MemAllocator*>(ctx); }
 
 // The original allocator may itself call malloc (pymalloc does for large blocks): the guard
 // keeps that inner call from being recorded a second time.
+// Sampled mode: `sample` counts the bytes once and decides (preload/sampler.h).
 void* hooked_malloc(void* ctx, size_t size) {
-    PyMemAllocatorEx& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
+    MemAllocator& o = original(ctx);
+    PythonAllocationSample sample(size);
+    if (!sample || t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
     RecursionGuard guard;
     void* p = o.malloc(o.ctx, size);
     if (p) record_python_alloc(p, size);
@@ -30,8 +32,9 @@ void* hooked_malloc(void* ctx, size_t size) {
 }
 
 void* hooked_calloc(void* ctx, size_t count, size_t size) {
-    PyMemAllocatorEx& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.calloc(o.ctx, count, size);
+    MemAllocator& o = original(ctx);
+    PythonAllocationSample sample(count * size);
+    if (!sample || t_in_tracer || !tracer_active()) return o.calloc(o.ctx, count, size);
     RecursionGuard guard;
     void* p = o.calloc(o.ctx, count, size);
     if (p) record_python_alloc(p, count * size);
@@ -39,18 +42,20 @@ void* hooked_calloc(void* ctx, size_t count, size_t size) {
 }
 
 void* hooked_realloc(void* ctx, void* ptr, size_t size) {
-    PyMemAllocatorEx& o = original(ctx);
-    if (t_in_tracer || !tracer_active()) return o.realloc(o.ctx, ptr, size);
+    MemAllocator& o = original(ctx);
+    PythonAllocationSample sample(size);
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || t_in_tracer || !tracer_active())
+        return o.realloc(o.ctx, ptr, size);
     RecursionGuard guard;
     if (ptr) record_free(ptr);
     void* p = o.realloc(o.ctx, ptr, size);
-    if (p) record_python_alloc(p, size);
+    if (p && sample) record_python_alloc(p, size);
     return p;
 }
 
 void hooked_free(void* ctx, void* ptr) {
-    PyMemAllocatorEx& o = original(ctx);
-    if (ptr && !t_in_tracer && tracer_active()) {
+    MemAllocator& o = original(ctx);
+    if (ptr && sample_maybe_live(ptr) && !t_in_tracer && tracer_active()) {
         RecursionGuard guard;
         record_free(ptr);
         o.free(o.ctx, ptr);
@@ -58,9 +63,6 @@ void hooked_free(void* ctx, void* ptr) {
     }
     o.free(o.ctx, ptr);
 }
-
-using GetAllocator = void (*)(PyMemAllocatorDomain, PyMemAllocatorEx*);
-using SetAllocator = void (*)(PyMemAllocatorDomain, PyMemAllocatorEx*);
 
 }  // namespace
 
@@ -72,14 +74,11 @@ bool install_allocator_hooks() {
     if (!initialized()) return false;
     FrameRef probe_frame;
     if (capture(&probe_frame, 1) == 0) return false;  // not initialised, or GIL not held here
-    auto get = reinterpret_cast<GetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_GetAllocator"));
-    auto set = reinterpret_cast<SetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_SetAllocator"));
-    if (!get || !set) return false;
-    const PyMemAllocatorDomain domains[2] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+    const CApi& api = interpreter().api;
     for (int i = 0; i < 2; ++i) {
-        get(domains[i], &g_original[i]);
-        PyMemAllocatorEx hooks = {&g_original[i], hooked_malloc, hooked_calloc, hooked_realloc, hooked_free};
-        set(domains[i], &hooks);
+        api.get_allocator(kDomains[i], &g_original[i]);
+        MemAllocator hooks = {&g_original[i], hooked_malloc, hooked_calloc, hooked_realloc, hooked_free};
+        api.set_allocator(kDomains[i], &hooks);
     }
     g_installed.store(true, std::memory_order_relaxed);
     return true;
@@ -87,14 +86,11 @@ bool install_allocator_hooks() {
 
 void uninstall_allocator_hooks() {
     if (!g_installed.load(std::memory_order_relaxed)) return;
-    auto get = reinterpret_cast<GetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_GetAllocator"));
-    auto set = reinterpret_cast<SetAllocator>(dlsym(RTLD_DEFAULT, "PyMem_SetAllocator"));
-    if (!get || !set) return;
-    const PyMemAllocatorDomain domains[2] = {PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ};
+    const CApi& api = interpreter().api;
     for (int i = 0; i < 2; ++i) {
-        PyMemAllocatorEx current;
-        get(domains[i], &current);
-        if (current.malloc == hooked_malloc && current.ctx == &g_original[i]) set(domains[i], &g_original[i]);
+        MemAllocator current;
+        api.get_allocator(kDomains[i], &current);
+        if (current.malloc == hooked_malloc && current.ctx == &g_original[i]) api.set_allocator(kDomains[i], &g_original[i]);
     }
     g_installed.store(false, std::memory_order_relaxed);
 }

@@ -1,50 +1,27 @@
-// CPython 3.11 support in the hot path: reading the calling thread's Python frames and giving
-// each (code object, instruction) a small id. Everything here is resolved at run time with
-// dlsym, so the library works unchanged in processes without Python, and with a Python built
-// as a shared library or linked into its executable (which exports the same symbols).
+// CPython stacks in the hot path: the calling thread's Python frames (read through the
+// version's layout, cpython/), and a small id for each (code object, line) a stack goes
+// through. Works unchanged in processes without Python: then every capture is empty.
 #pragma once
 
 #include <cstdint>
 
 #include "format/record_encoder.h"
+#include "preload/python/cpython/frames.h"
+#include "preload/python/cpython/interpreter.h"
 #include "preload/stack_tree.h"
 
 namespace growtrace::preload::python {
 
-inline constexpr int kMaxPythonFrames = 96;
-
 // A thread's memo of (code object, instruction) -> id lookups.
 using LocationMemo = StackTreeMemo<1024>;
 
-struct FrameRef {
-    const void* code;  // PyCodeObject*, kept alive once interned
-    int32_t offset;    // instruction index in the code object
-    bool entry;        // first frame of one C-level evaluation loop call
-};
-
-// The same place in the same code (whether the frame is an entry frame does not matter).
-inline bool same_location(const FrameRef& a, const FrameRef& b) { return a.code == b.code && a.offset == b.offset; }
-
-// Finds the interpreter's symbols. Cheap to call again; false if this is not CPython 3.11.
-bool probe();
-bool present();
-// Py_IsInitialized(), false where there is no CPython 3.11.
-bool initialized();
+// Finds the interpreter (cpython/interpreter.h) and makes the tables frame ids live in, once;
+// false where there is no CPython growtrace reads.
+bool prepare();
 
 // The calling thread's Python frames, innermost first, if it runs Python and holds the GIL
-// (only then are its frames stable and may code objects be referenced). 0 otherwise.
+// (only then are its frames stable). 0 otherwise.
 int capture(FrameRef* frames, int max_frames);
-
-// A thread's last Python-only stack, outermost frame first, kept to capture the next one
-// against it.
-struct StackMemory {
-    int count = 0;
-    FrameRef frames[kMaxPythonFrames] = {};
-    const void* addresses[kMaxPythonFrames] = {};  // of the interpreter frames
-    const void* instructions[kMaxPythonFrames] = {};  // their last instruction, as a pointer
-    const void* below = nullptr;                   // what the outermost frame's caller was
-    bool cut = false;  // the stack was deeper than kMaxPythonFrames: only its innermost are here
-};
 
 // Captures the calling thread's Python frames (as capture()) against `memory`, its previous
 // stack, and updates it: frames [0, shared) of the new stack, outermost first, are the
@@ -69,7 +46,7 @@ uint32_t intern(const FrameRef& frame, LocationMemo& memo, bool& created);
 // Encodes the PyFrame record for a newly interned location.
 void encode_frame(uint32_t id, const FrameRef& frame, format::RecordEncoder& out);
 
-// Forget ids (forked child).
+// Forget ids (forked child, new attach).
 void reset();
 
 }  // namespace growtrace::preload::python

@@ -1,4 +1,5 @@
-/* _growtrace_agent: the C half of growtrace's CPython agent (CPython 3.11).
+/* _growtrace_agent: the C half of growtrace's CPython agent (CPython 3.10 to 3.13; built once
+ * per version, against that version's headers).
  *
  * - Probe: a callable that stands in for the user function inside a
  *   functools._lru_cache_wrapper. The wrapper only calls its function on a miss, so every
@@ -27,10 +28,16 @@
 #include <sys/syscall.h>
 
 #include "growtrace_py_api.h"
-#include "py311_frames.h"
 
-#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
-#error "_growtrace_agent supports CPython 3.11 only"
+#if PY_VERSION_HEX < 0x030A0000
+#error "_growtrace_agent needs CPython 3.10 or newer (the build only asks for versions with a layout)"
+#endif
+
+/* The name tracebacks show for a code object: its qualified name where it has one (3.11+). */
+#if PY_VERSION_HEX >= 0x030B0000
+#define GT_CODE_NAME(code) ((code)->co_qualname)
+#else
+#define GT_CODE_NAME(code) ((code)->co_name)
 #endif
 
 /* ------------------------------------------------------------------------------------ */
@@ -107,7 +114,7 @@ static void log_python_stack(Buf *b, const char *field) {
     while (f != NULL && depth < 32) {
         PyCodeObject *code = PyFrame_GetCode(f);
         const char *file = PyUnicode_AsUTF8(code->co_filename);
-        const char *name = PyUnicode_AsUTF8(code->co_qualname);
+        const char *name = PyUnicode_AsUTF8(GT_CODE_NAME(code));
         char tmp[64];
         if (depth) buf_puts(b, ",");
         Buf one = {malloc(1024), 0, 1024, 0};
@@ -439,8 +446,8 @@ static PyObject *make_probe(PyObject *m, PyObject *args) {
 /* ------------------------------------------------------------------------------------ */
 /* Caches in a process the agent was attached to (growtrace attach)                      */
 
-/* functools._lru_cache_wrapper's object in CPython 3.11 (Modules/_functoolsmodule.c, in no
-   header). Only `cache`, `func`, `maxsize` and `typed` are read or written, and only on an
+/* functools._lru_cache_wrapper's object (Modules/_functoolsmodule.c, in no header), the same
+   in CPython 3.10 to 3.13. Only `cache`, `func`, `maxsize` and `typed` are read or written, and only on an
    object whose type passes lru_layout_matches(). */
 typedef struct {
     PyObject_HEAD
@@ -837,26 +844,6 @@ static PyObject *stats(PyObject *m, PyObject *noargs) {
                          g_native ? Py_True : Py_False);
 }
 
-/* _walk_frames() -> list of (file, qualname, line) read by py311_frames.h, the
-   allocation-free reader the preload library uses, for comparison with
-   traceback.extract_stack() in the tests. */
-static PyObject *walk_frames(PyObject *m, PyObject *noargs) {
-    (void)m; (void)noargs;
-    gt_py311_frame frames[128];
-    size_t n = gt_py311_read_stack(gt_py311_this_thread_state(), frames, 128);
-    PyObject *list = PyList_New(0);
-    if (!list) return NULL;
-    for (size_t i = 0; i < n; i++) {
-        char file[1024], name[512];
-        gt_py311_str(frames[i].filename, file, sizeof file);
-        gt_py311_str(frames[i].qualname, name, sizeof name);
-        PyObject *t = Py_BuildValue("(ssii)", file, name, frames[i].line, frames[i].is_entry);
-        if (!t || PyList_Append(list, t) < 0) { Py_XDECREF(t); Py_DECREF(list); return NULL; }
-        Py_DECREF(t);
-    }
-    return list;
-}
-
 static PyMethodDef methods[] = {
     {"start", start, METH_VARARGS, NULL},
     {"make_probe", make_probe, METH_VARARGS, NULL},
@@ -875,7 +862,6 @@ static PyMethodDef methods[] = {
     {"hook_new_caches", hook_new_caches, METH_VARARGS, NULL},
     {"unhook_new_caches", unhook_new_caches, METH_NOARGS, NULL},
     {"process_exiting", process_exiting, METH_NOARGS, NULL},
-    {"_walk_frames", walk_frames, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -886,9 +872,5 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__growtrace_agent(void) {
     if (PyType_Ready(&ProbeType) < 0) return NULL;
-    if (gt_py311_init() != 0) {
-        PyErr_SetString(PyExc_ImportError, "_growtrace_agent: CPython symbols not found");
-        return NULL;
-    }
     return PyModule_Create(&module);
 }

@@ -54,7 +54,7 @@ def install(ext, log_path, agent_path, api=0, attached=False):
         out = []
         while frame is not None and len(out) < limit:
             code = frame.f_code
-            out.append(f"{code.co_filename}:{frame.f_lineno}:{code.co_qualname}")
+            out.append(f"{code.co_filename}:{frame.f_lineno}:{getattr(code, 'co_qualname', code.co_name)}")
             frame = frame.f_back
         return out
 

@@ -1,8 +1,8 @@
 // A true LRU cache of fixed capacity fed distinct keys for the whole run: every insertion
 // after the first CAPACITY evicts (and frees) the least recently used entry. Retained memory
-// is large but bounded: CAPACITY blocks of 1000 bytes from lru_store at any time.
+// is large but bounded: CAPACITY blocks of VALUE_SIZE (1000) bytes from lru_store at any time.
 //
-// usage: bounded_lru [KEYS=20000] [CAPACITY=500] [SLEEP_US=1000] [BATCH=10]
+// usage: bounded_lru [KEYS=20000] [CAPACITY=500] [SLEEP_US=1000] [BATCH=10] [VALUE_SIZE=1000]
 //   sleeps SLEEP_US after every BATCH keys: about 2 s by default.
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 
 namespace {
 
-constexpr size_t kValueSize = 1000;
+size_t kValueSize = 1000;  // VALUE_SIZE
 
 class LruCache {
 public:
@@ -40,9 +40,8 @@ private:
     };
 
     __attribute__((noinline)) static char* lru_store(unsigned long key) {
-        char* value = static_cast<char*>(malloc(kValueSize));  // LINE-MARK: lru_store
-        memset(value, static_cast<int>(key & 0xff), kValueSize);
-        return value;
+        // One line, so that the instruction after the call to malloc is on the marked line too.
+        return static_cast<char*>(memset(malloc(kValueSize), static_cast<int>(key & 0xff), kValueSize));  // LINE-MARK: lru_store
     }
 
     void evict_oldest() {
@@ -64,6 +63,7 @@ int main(int argc, char** argv) {
     long capacity = argc > 2 ? atol(argv[2]) : 500;
     long sleep_us = argc > 3 ? atol(argv[3]) : 1000;
     long batch = argc > 4 ? atol(argv[4]) : 10;
+    if (argc > 5) kValueSize = static_cast<size_t>(atol(argv[5]));
     if (batch < 1) batch = 1;
     auto* cache = new LruCache(static_cast<size_t>(capacity));
     for (long i = 0; i < keys; ++i) {

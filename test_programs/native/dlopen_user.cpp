@@ -1,8 +1,8 @@
 // Loads libgt_plugin.so with dlopen and calls plugin_remember ROUNDS times with PER_ROUND,
-// sleeping SLEEP_US between calls: ROUNDS * PER_ROUND blocks of 1500 bytes are retained, all
-// allocated inside the plugin. The library stays loaded until exit.
+// sleeping SLEEP_US between calls: ROUNDS * PER_ROUND blocks of BLOCK_SIZE (1500) bytes are
+// retained, all allocated inside the plugin. The library stays loaded until exit.
 //
-// usage: dlopen_user [PLUGIN] [ROUNDS=100] [PER_ROUND=10] [SLEEP_US=15000]
+// usage: dlopen_user [PLUGIN] [ROUNDS=100] [PER_ROUND=10] [SLEEP_US=15000] [BLOCK_SIZE=1500]
 //   PLUGIN defaults to <dir of this executable>/../lib/libgt_plugin.so (the build layout).
 #include <dlfcn.h>
 #include <unistd.h>
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     long rounds = argc > 2 ? atol(argv[2]) : 100;
     long per_round = argc > 3 ? atol(argv[3]) : 10;
     long sleep_us = argc > 4 ? atol(argv[4]) : 15000;
+    long block_size = argc > 5 ? atol(argv[5]) : 0;
 
     void* handle = dlopen(plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
@@ -43,6 +44,14 @@ int main(int argc, char** argv) {
     if (remember == nullptr || kept == nullptr) {
         fprintf(stderr, "dlopen_user: %s lacks plugin_remember/plugin_kept_count\n", plugin.c_str());
         return 1;
+    }
+    if (block_size > 0) {
+        auto set_size = reinterpret_cast<void (*)(unsigned long)>(dlsym(handle, "plugin_set_block_size"));
+        if (set_size == nullptr) {
+            fprintf(stderr, "dlopen_user: %s lacks plugin_set_block_size\n", plugin.c_str());
+            return 1;
+        }
+        set_size(static_cast<unsigned long>(block_size));
     }
     for (long r = 0; r < rounds; ++r) {
         remember(static_cast<unsigned>(per_round));

@@ -5,19 +5,14 @@
 // Prints "tick N lines M" every 100 ms and "done lines M" at the end of its input.
 //
 // usage: input_reader
-#include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-namespace {
+#include "monotonic_seconds.h"
 
-double now() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+namespace {
 
 constexpr int kSlots = 4096;
 char* g_slots[kSlots];
@@ -35,10 +30,10 @@ int main() {
     char* line = nullptr;
     size_t capacity = 0;
     unsigned long lines = 0, tick = 0;
-    double next_tick = now();
+    double next_tick = monotonic_seconds();
     while (getline(&line, &capacity, stdin) > 0) {
         keep_copy(line, lines++);
-        if (now() >= next_tick) {
+        if (monotonic_seconds() >= next_tick) {
             printf("tick %lu lines %lu\n", tick++, lines);
             next_tick += 0.1;
         }

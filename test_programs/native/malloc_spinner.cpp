@@ -3,19 +3,14 @@
 // for the tracer (dlopen allocates) must not run. Prints "tick N blocks M" every 100 ms.
 //
 // usage: malloc_spinner [SECONDS=30]
-#include <time.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-namespace {
+#include "monotonic_seconds.h"
 
-double now() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+namespace {
 
 constexpr int kSlots = 4096;
 void* g_slots[kSlots];
@@ -42,11 +37,11 @@ __attribute__((noinline)) unsigned long churn(unsigned long seed) {
 
 int main(int argc, char** argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 30;
-    double start = now(), next_tick = start;
+    double start = monotonic_seconds(), next_tick = start;
     unsigned long tick = 0, seed = 1;
-    while (now() - start < seconds) {
+    while (monotonic_seconds() - start < seconds) {
         seed += churn(seed);
-        if (now() >= next_tick) {
+        if (monotonic_seconds() >= next_tick) {
             int blocks = 0;
             for (void* p : g_slots) blocks += p != nullptr;
             printf("tick %lu blocks %d\n", tick++, blocks);

@@ -5,7 +5,9 @@
 // also makes short-lived allocations in handle_request that are freed before it returns.
 //
 // usage: memo_table [REQUESTS=1000] [SLEEP_US=2000] [--release-at-exit] [--static-owner] [--exit]
+//                   [--block-size BYTES=1000]
 //   SLEEP_US is slept after each request, so the default run lasts about 2 s.
+//   --block-size makes each kept block bigger (sampled-mode tests need more bytes to sample).
 //   --release-at-exit frees every block before main returns.
 //   --static-owner makes the table a static object whose destructor frees every block once
 //   main has returned (a C++ cache emptied by the runtime at shutdown, which is not the
@@ -21,7 +23,7 @@
 
 namespace {
 
-constexpr size_t kResultSize = 1000;
+size_t kResultSize = 1000;  // --block-size
 
 // Never destroyed, like most process-wide caches (unless --static-owner).
 std::unordered_map<unsigned long, char*>* g_memo = nullptr;
@@ -36,9 +38,8 @@ struct StaticOwner {
 StaticOwner g_owner;
 
 __attribute__((noinline)) char* remember_result(unsigned long key) {
-    char* block = static_cast<char*>(malloc(kResultSize));  // LINE-MARK: remember_result
-    memset(block, static_cast<int>(key & 0xff), kResultSize);
-    return block;
+    // One line, so that the instruction after the call to malloc is on the marked line too.
+    return static_cast<char*>(memset(malloc(kResultSize), static_cast<int>(key & 0xff), kResultSize));  // LINE-MARK: remember_result
 }
 
 // Transient work of one request: allocated and freed before the request ends.
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
             static_owner = true;
         } else if (strcmp(argv[i], "--exit") == 0) {
             call_exit = true;
+        } else if (strcmp(argv[i], "--block-size") == 0 && i + 1 < argc) {
+            kResultSize = static_cast<size_t>(atol(argv[++i]));
         } else if (positional == 0) {
             requests = atol(argv[i]);
             ++positional;

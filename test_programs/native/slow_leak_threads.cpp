@@ -1,10 +1,10 @@
 // A slow leak amid heavy churn: each of THREADS threads, per iteration, allocates and frees
 // CHURN blocks of varied sizes and keeps one 256-byte block from leak_a_little in its own
 // global list (whose storage is reserved up front, so the list itself never reallocates).
-// After the run exactly THREADS * ITERATIONS blocks of 256 bytes are retained, all allocated
-// at the LINE-MARK in leak_a_little.
+// After the run exactly THREADS * ITERATIONS blocks of LEAK_SIZE (256) bytes are retained, all
+// allocated at the LINE-MARK in leak_a_little.
 //
-// usage: slow_leak_threads [THREADS=4] [ITERATIONS=400] [CHURN=200] [SLEEP_US=4000]
+// usage: slow_leak_threads [THREADS=4] [ITERATIONS=400] [CHURN=200] [SLEEP_US=4000] [LEAK_SIZE=256]
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,7 +15,7 @@
 
 namespace {
 
-constexpr size_t kLeakSize = 256;
+size_t kLeakSize = 256;  // LEAK_SIZE
 constexpr int kMaxThreads = 64;
 
 std::vector<void*> g_kept[kMaxThreads];
@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
     long iterations = argc > 2 ? atol(argv[2]) : 400;
     long churn = argc > 3 ? atol(argv[3]) : 200;
     long sleep_us = argc > 4 ? atol(argv[4]) : 4000;
+    if (argc > 5) kLeakSize = static_cast<size_t>(atol(argv[5]));
     if (threads < 1 || threads > kMaxThreads) {
         fprintf(stderr, "slow_leak_threads: THREADS must be 1..%d\n", kMaxThreads);
         return 2;

@@ -9,6 +9,11 @@ object graph (a "schema" of ~100 small dicts and a 16 KiB buffer, ~70 KiB). Each
 asks for two adapters keyed on the generated classes (one on a ``typing.Union`` of them,
 like openai does), so in ``--mode threads`` (one new thread per request) the cache gains two
 entries per request for ever; in ``--mode single`` it stops growing after the first request.
+
+``--buffer BYTES`` (default 16384) sizes each value's buffer and ``--class-payload BYTES``
+(default 0) gives each generated class a bytes attribute of that size, allocated in
+``parametrize``: a sampled trace (``growtrace run --sample``) needs more bytes in each growing
+stack to judge it than a full one.
 """
 
 import argparse
@@ -40,6 +45,8 @@ class ToolCall:
 
 
 _parametrized = threading.local()  # per-thread, like a context-local cache
+_BUFFER_BYTES = 16384  # --buffer
+_CLASS_PAYLOAD = 0  # --class-payload
 
 
 def parametrize(origin: type, arg: type) -> type:
@@ -49,6 +56,8 @@ def parametrize(origin: type, arg: type) -> type:
     except KeyError:
         pass
     namespace = {"__module__": origin.__module__, "__args__": (arg,), "__origin__": origin}
+    if _CLASS_PAYLOAD:
+        namespace["__payload__"] = bytes(_CLASS_PAYLOAD)  # mark: class_payload
     cls = type(f"{origin.__name__}[{arg.__name__}]", (origin,), namespace)  # mark: type_created
     cache[origin, arg] = cls
     return cls
@@ -59,7 +68,7 @@ def build_adapter(tp: object) -> dict:
         f"field_{j}": {"name": f"field_{j}", "alias": None, "path": [str(tp.__class__), j], "doc": "d" * 200}
         for j in range(100)
     }
-    return {"type": tp, "fields": fields, "buffer": bytearray(16384)}
+    return {"type": tp, "fields": fields, "buffer": bytearray(_BUFFER_BYTES)}
 
 
 @functools.lru_cache(maxsize=None)  # mark: cache_created
@@ -80,7 +89,11 @@ def main() -> None:
     parser.add_argument("--mode", choices=("threads", "single"), default="threads")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--interval", type=float, default=0.005, help="seconds between requests")
+    parser.add_argument("--buffer", type=int, default=16384, help="bytes of each cached value's buffer")
+    parser.add_argument("--class-payload", type=int, default=0, help="bytes held by each generated class")
     args = parser.parse_args()
+    global _BUFFER_BYTES, _CLASS_PAYLOAD
+    _BUFFER_BYTES, _CLASS_PAYLOAD = args.buffer, args.class_payload
     summary = Summary("lru_growth")
     results: list = []
     next_start = time.monotonic()

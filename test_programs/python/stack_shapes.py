@@ -2,7 +2,8 @@
 
 Run with GROWTRACE_VERIFY_STACKS=1, the tracer checks each captured stack against a full walk;
 the end-to-end test asserts that none differs. The shapes: one helper called from two lines of
-the same caller (same frame address, same instruction, different caller line), recursion going
+the same caller (same frame address, same instruction, different caller line), code compiled
+at run time and dropped (new code objects at dead ones' addresses), recursion going
 down and up, recursion deeper than the tracer keeps (96 frames), generators and coroutines
 (frames outside the thread's frame stack, resumed at other depths), closures (a prologue that
 makes cells), exceptions unwinding through frames, comprehensions, class bodies, and threads.
@@ -74,6 +75,14 @@ async def gather(n: int) -> list:
     return await asyncio.gather(*(agen(k) for k in range(n)))
 
 
+def compiled_at_run_time(r: int) -> int:
+    # Code made and dropped while the program runs (templates): new code objects keep taking
+    # the addresses of dead ones, whose frames the tracer must not confuse with them.
+    namespace: dict = {"leaf": leaf}
+    exec(compile(f"def render(n):\n    return leaf(n + {r})\nout = render(3)\n", f"<template {r}>", "exec"), namespace)
+    return len(namespace["out"])
+
+
 def one_round(r: int) -> int:
     kept = 0
     kept += len(caller_of_two_lines(r))
@@ -90,6 +99,7 @@ def one_round(r: int) -> int:
     kept += len({k: leaf(k) for k in range(30)})
     kept += len(type(f"Made{r}", (Built,), {"x": leaf(r)}).made)
     kept += len(asyncio.run(gather(5)))
+    kept += sum(compiled_at_run_time(r * 10 + k) for k in range(10))
     return kept
 
 

@@ -86,9 +86,11 @@ TEST(Attach, NativeGrowthIsFlaggedAndTheProgramRunsOn) {
     Service service(dir, {GT_PROGRAM_LONG_RUNNING, "30"});
     ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
     const std::string trace = dir / "attached.gtrace";
-    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "-o", trace, "--duration", "2"});
+    // --full: exact figures (attach samples by default).
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--full", "-o", trace, "--duration", "2"});
     ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
     EXPECT_NE(r.err.find("attached to process"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(every allocation)"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("detached from process"), std::string::npos) << r.err;
 
     // Alive and still printing after the detach.
@@ -116,6 +118,23 @@ TEST(Attach, NativeGrowthIsFlaggedAndTheProgramRunsOn) {
     EXPECT_EQ(report.total("live_allocations"), site->live_count);
 }
 
+// --sample reaches an attached process (whose environment knows nothing of it): its trace says
+// how it was sampled.
+TEST(Attach, SampleSizeReachesTheAttachedProcess) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_LONG_RUNNING, "30"});
+    ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
+    const std::string trace = dir / "sampled.gtrace";
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--sample", "64K", "-o", trace, "--duration", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    EXPECT_NE(r.err.find("(sampled, one every 64K bytes on average)"), std::string::npos) << r.err;
+    ProcessResult dump = growtrace({"dump", trace});
+    EXPECT_NE(dump.out.find("Sampling mean_bytes=65536 "), std::string::npos) << dump.out.substr(0, 2000);
+    EXPECT_EQ(analyze_json(dir, trace)["sampling"]["mean_bytes"], 65536);
+    service.stop();
+    EXPECT_EQ(service.err(), "");
+}
+
 // A single-threaded program nearly always inside malloc: gdb's calls for the tracer must wait
 // until the allocator call returns (glibc takes no lock in a single-threaded process, so
 // running dlopen there would corrupt its heap). Attached three times, it keeps running and
@@ -126,7 +145,8 @@ TEST(Attach, ASingleThreadBusyInMallocIsAttachedOnlyOutsideIt) {
     ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
     int waited = 0;
     for (const std::string name : {"a.gtrace", "b.gtrace", "c.gtrace"}) {
-        ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "-o", dir / name, "--duration", "1"});
+        ProcessResult r =
+            growtrace({"attach", std::to_string(service.pid()), "--full", "-o", dir / name, "--duration", "1"});
         ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err << "\n" << service.err();
         waited += r.err.find("was inside its allocator: let it run until it left") != std::string::npos;
         ASSERT_TRUE(service.alive()) << service.err();
@@ -147,7 +167,7 @@ TEST(Attach, DetachVerbAndASecondAttachEachWriteACompleteTrace) {
     ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
     const std::string pid = std::to_string(service.pid());
     for (const std::string name : {"first.gtrace", "second.gtrace"}) {
-        ProcessResult a = growtrace({"attach", pid, "-o", dir / name, "--no-wait"});
+        ProcessResult a = growtrace({"attach", pid, "--full", "-o", dir / name, "--no-wait"});
         ASSERT_EQ(a.exit_code, 0) << a.describe() << "\n" << a.err;
         std::this_thread::sleep_for(1500ms);
         ProcessResult d = growtrace({"detach", pid});
@@ -340,20 +360,23 @@ void expect_attach_growth_findings(const nlohmann::json& json, const std::string
     EXPECT_TRUE(record) << name << cache["key_types"].dump();
 }
 
-class AttachPython : public ::testing::TestWithParam<std::string> {};
+class AttachPython : public ::testing::TestWithParam<PythonUnderTest> {};
 
 // Two attaches in turn to one Python service: each trace holds the growth made while it was
 // attached, the agent (seen by the program only as one gc.callbacks entry) comes and goes with
 // each, and the program's own cache keeps working throughout.
 TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    Service service(dir, {GetParam(), kPythonPrograms + "attach_growth.py", "40"});
+    Service service(dir, {py.python, kPythonPrograms + "attach_growth.py", "40"});
     ASSERT_TRUE(service.wait_for_lines(8)) << service.err();
     const std::string pid = std::to_string(service.pid());
     for (const std::string name : {"first.gtrace", "second.gtrace"}) {
-        ProcessResult r = growtrace({"attach", pid, "-o", dir / name, "--duration", "2"});
+        // --full: the dict's few kilobytes per tick are too few to sample.
+        ProcessResult r = growtrace({"attach", pid, "--full", "-o", dir / name, "--duration", "2"});
         ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
-        EXPECT_NE(r.err.find("CPython 3.11: the agent"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("CPython " + py.name.substr(0, 4) + ": the agent"), std::string::npos) << r.err;
         ASSERT_TRUE(service.alive());
         ASSERT_TRUE(service.wait_for_lines(service.lines().size() + 5)) << service.err();
         nlohmann::json json = analyze_json(dir, dir / name);
@@ -374,21 +397,24 @@ TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
     EXPECT_EQ(callbacks_runs, (std::vector<unsigned>{0, 1, 0, 1, 0}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpreters, AttachPython, ::testing::Values(kVenvPython, kStaticPython),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                             return info.param == kStaticPython ? std::string("StaticPython") : std::string("SharedPython");
-                         });
+INSTANTIATE_TEST_SUITE_P(Interpreters, AttachPython, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
-// openai #2672 attached after start-up: the cache made at import time is probed in place and
-// the finding is the one `growtrace run` gives (python_test.cpp).
-TEST(Attach, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFinding) {
+// openai #2672 attached after start-up, sampled as attach does by default (512K), on every
+// version: the cache made at import time is probed in place and the finding is the one
+// `growtrace run` gives (python_test.cpp), with the memory it holds estimated.
+class AttachOpenAI : public ::testing::TestWithParam<PythonUnderTest> {};
+
+TEST_P(AttachOpenAI, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFinding) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, true);
     ScratchDir dir;
-    Service service(dir, {kVenvPython, kPythonPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests",
+    Service service(dir, {py.python, kPythonPrograms + "openai_repro/repro.py", "--mode", "threads", "--requests",
                           "100000", "--progress"});
     ASSERT_TRUE(service.wait_for_lines(10, 60s)) << service.err();
     const std::string trace = dir / "openai.gtrace";
     ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "-o", trace, "--duration", "6"});
     ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    EXPECT_NE(r.err.find("sampled, one every 512K bytes on average"), std::string::npos) << r.err;
     size_t printed = service.lines().size();
     ASSERT_TRUE(service.wait_for_lines(printed + 3)) << service.err();
     service.stop();
@@ -402,6 +428,7 @@ TEST(Attach, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFinding) {
     }
 
     nlohmann::json json = analyze_json(dir, trace);
+    EXPECT_EQ(json["sampling"]["mean_bytes"], 512 * 1024);
     auto caches = findings_of_kind(json, "cache_growth");
     ASSERT_EQ(caches.size(), 1u) << json["findings"].dump().substr(0, 2000);
     EXPECT_EQ(json["findings"][0]["kind"], "cache_growth") << "the cache finding leads the report";
@@ -423,6 +450,8 @@ TEST(Attach, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFinding) {
     }
     EXPECT_TRUE(generated) << cache["key_types"].dump();
 }
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, AttachOpenAI, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
 void expect_error(const ProcessResult& r, const std::string& text) {
     EXPECT_EQ(r.exit_code, 2) << r.describe();

@@ -233,6 +233,35 @@ TEST(Cli, ACrashOfTheCommandPrintsItsStackAndSparesTheProgram) {
     EXPECT_TRUE(contains(analysis.out, "/bin/sh -c")) << analysis.out;
 }
 
+// --sample SIZE (run, check, attach): sizes with K/M/G suffixes reach the tracer as bytes;
+// --sample 0 and --full mean every allocation; a bad size or both options are usage errors.
+TEST(Cli, SampleOptionSetsTheTracesMeanBetweenSamples) {
+    ScratchDir dir;
+    for (const auto& [option, bytes] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{"--sample", "64K"}, "65536"}, {{"--sample", "1m"}, "1048576"}, {{"--sample", "100000"}, "100000"},
+             {{"--sample", "0"}, "0"}, {{"--full"}, "0"}, {{}, "0"}}) {
+        std::vector<std::string> args{"run"};
+        args.insert(args.end(), option.begin(), option.end());
+        args.insert(args.end(), {"-o", dir / "s.gtrace", "--", GT_PROGRAM_MEMO_TABLE, "10", "0"});
+        ProcessResult r = growtrace(args, {.cwd = dir.path().string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        ProcessResult dump = growtrace({"dump", dir / "s.gtrace"});
+        EXPECT_TRUE(contains(dump.out, "Sampling mean_bytes=" + bytes + " ")) << bytes << "\n" << dump.out.substr(0, 1500);
+    }
+    for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+             {"run", "--sample", "lots", "--", GT_PROGRAM_MEMO_TABLE, "1", "0"},
+             {"run", "--sample", "64K", "--full", "--", GT_PROGRAM_MEMO_TABLE, "1", "0"},
+             {"check", "--sample", "12Q", "--", GT_PROGRAM_MEMO_TABLE, "1", "0"},
+             {"attach", "1", "--sample", "-3"}}) {
+        ProcessResult r = growtrace(bad, {.cwd = dir.path().string()});
+        EXPECT_EQ(r.exit_code, 2) << bad[2] << "\n" << r.err;
+        EXPECT_TRUE(r.err.starts_with("growtrace: error: ")) << r.err;
+        EXPECT_FALSE(contains(r.out, "memo_table:")) << "the command must not run";
+    }
+    ProcessResult help = growtrace({"attach", "--help"});
+    EXPECT_TRUE(contains(help.out, "Default: --sample 512K")) << help.out;
+}
+
 TEST(Cli, AnalyzeRefusesUnwritableReport) {
     ScratchDir dir;
     std::string trace = dir / "t.gtrace";

@@ -196,9 +196,19 @@ bool has_frame(const nlohmann::json& frames, const std::string& function, const 
     return false;
 }
 
+std::vector<std::string> mode_options(TraceMode mode) {
+    if (mode == TraceMode::Sampled) return {"--sample", "512K"};
+    return {};
+}
+
+std::string mode_name(TraceMode mode) { return mode == TraceMode::Sampled ? "Sampled" : "Full"; }
+
 ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
-                            const std::vector<std::string>& program_args, int expected_status) {
-    std::vector<std::string> args{"run", "-o", trace, "--"};
+                            const std::vector<std::string>& program_args, int expected_status,
+                            const std::vector<std::string>& run_options) {
+    std::vector<std::string> args{"run"};
+    args.insert(args.end(), run_options.begin(), run_options.end());
+    args.insert(args.end(), {"-o", trace, "--"});
     args.insert(args.end(), program_args.begin(), program_args.end());
     ProcessResult r = growtrace(args, {.cwd = dir.path().string()});
     EXPECT_EQ(r.signal, 0) << r.err;
@@ -216,6 +226,24 @@ nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace) {
     auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     EXPECT_FALSE(parsed.is_discarded()) << "analyze --json wrote no valid JSON:\n" << text.substr(0, 2000);
     return parsed;
+}
+
+const std::vector<PythonUnderTest>& pythons_under_test() {
+    static const std::vector<PythonUnderTest> pythons = {
+        {"3.10", std::string(GT_SOURCE_DIR) + "/.venv-3.10/bin/python", true},
+        {"3.11", kVenvPython, true},
+        {"3.11-static", kStaticPython, false},
+        {"3.12", std::string(GT_SOURCE_DIR) + "/.venv-3.12/bin/python", true},
+        {"3.13", std::string(GT_SOURCE_DIR) + "/.venv-3.13/bin/python", true},
+    };
+    return pythons;
+}
+
+std::string python_test_name(const ::testing::TestParamInfo<PythonUnderTest>& info) {
+    std::string name = "Py" + info.param.name;
+    for (char& c : name)
+        if (c == '.' || c == '-') c = '_';
+    return name;
 }
 
 }  // namespace growtrace::e2e

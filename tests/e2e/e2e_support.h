@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -76,12 +77,33 @@ private:
 // 1-based line of the line containing "LINE-MARK: <tag>" in test_programs/native/<file>.
 int marker_line(const std::string& file, const std::string& tag);
 
-// The CPython programs (test_programs/python/) and the two interpreters they run on: the
-// venv's shared-library Python 3.11 (tools/setup_python.sh) and Debian's python3.11, which
-// has libpython linked into its executable.
+// The CPython programs (test_programs/python/) and the interpreters they run on: the venv's
+// shared-library Python 3.11 (tools/setup_python.sh) and Debian's python3.11, which has
+// libpython linked into its executable; and, for the tests of every version, all of these.
 inline const std::string kPythonPrograms = std::string(GT_SOURCE_DIR) + "/test_programs/python/";
 inline const std::string kVenvPython = std::string(GT_SOURCE_DIR) + "/.venv/bin/python";
 inline const std::string kStaticPython = "/usr/bin/python3.11";
+
+struct PythonUnderTest {
+    std::string name;    // "3.12", "3.11-static"
+    std::string python;  // the interpreter
+    bool packages;       // a venv with tools/python_requirements.txt (openai, pydantic)
+};
+// Every CPython version growtrace reads: the project's venvs for 3.10 to 3.13 and Debian's
+// static 3.11. Some may be absent on a machine: tests then skip them, saying why.
+const std::vector<PythonUnderTest>& pythons_under_test();
+inline void PrintTo(const PythonUnderTest& p, std::ostream* os) { *os << p.name << " (" << p.python << ")"; }
+// A test name for gtest ("Py3_12", "Py3_11_static").
+std::string python_test_name(const ::testing::TestParamInfo<PythonUnderTest>& info);
+// Skips the calling test when `p` is not installed, or needs packages it does not have.
+#define GT_SKIP_UNLESS_INSTALLED(p, need_packages)                                                            \
+    do {                                                                                                       \
+        if (access((p).python.c_str(), X_OK) != 0)                                                             \
+            GTEST_SKIP() << "CPython " << (p).name << ": " << (p).python                                     \
+                         << " is not installed (tools/setup_python.sh makes the venvs)";                      \
+        if ((need_packages) && !(p).packages)                                                                  \
+            GTEST_SKIP() << "CPython " << (p).name << " has no venv with the openai reproduction's packages"; \
+    } while (0)
 // 1-based line of "# mark: NAME" in test_programs/python/<file>.
 int python_mark(const std::string& file, const std::string& name);
 // The findings of one kind in an analyzer report.
@@ -93,11 +115,21 @@ bool has_frame(const nlohmann::json& frames, const std::string& function, const 
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& contents);
 
-// Traces `program_args` with `growtrace run -o TRACE -- ...` in `dir`, asserting (via gtest)
-// that the command exits with `expected_status` and that a trace was written.
+// Traces `program_args` with `growtrace run [RUN_OPTIONS] -o TRACE -- ...` in `dir`, asserting
+// (via gtest) that the command exits with `expected_status` and that a trace was written.
 // Returns the run's result.
 ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
-                            const std::vector<std::string>& program_args, int expected_status = 0);
+                            const std::vector<std::string>& program_args, int expected_status = 0,
+                            const std::vector<std::string>& run_options = {});
+
+// The two ways of tracing that the classification tests run in (issue #12): every allocation
+// (`growtrace run`'s default), and sampled with `--sample 512K`, the default of `attach`.
+enum class TraceMode { Full, Sampled };
+// growtrace run options of a mode.
+std::vector<std::string> mode_options(TraceMode mode);
+std::string mode_name(TraceMode mode);
+inline void PrintTo(TraceMode mode, std::ostream* os) { *os << mode_name(mode); }
+inline constexpr double kSampleBytes = 512 * 1024;
 
 // `growtrace analyze TRACE --json -o OUT` then parses OUT. Asserts the analysis succeeded.
 nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace);

@@ -1,5 +1,8 @@
 // Each test program traced and analyzed: exact figures where the program determines them,
-// and flagged / not flagged as the program's design says.
+// and flagged / not flagged as the program's design says. The classification tests run in both
+// modes (issue #12): full, with exact figures, and sampled (--sample 512K), where each program
+// is made bigger (larger blocks, same counts) so that its groups hold enough samples, the
+// verdicts must be the same, and the figures must be within their reported uncertainty.
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -12,107 +15,176 @@ namespace {
 // analyzer/analyzer.h: the status of `analyze --fail-on-growth` when there is a finding.
 constexpr int kExitGrowthFound = 3;
 
-TEST(Programs, MemoTableIsFlaggedAtRememberResult) {
+class Programs : public ::testing::TestWithParam<TraceMode> {
+protected:
+    bool sampled() const { return GetParam() == TraceMode::Sampled; }
+    // The program's arguments in this mode: `extra` is appended for the sampled run.
+    std::vector<std::string> args(std::vector<std::string> base, const std::vector<std::string>& extra) const {
+        if (sampled()) base.insert(base.end(), extra.begin(), extra.end());
+        return base;
+    }
+    ProcessResult trace(const ScratchDir& dir, const std::string& trace, const std::vector<std::string>& program) const {
+        return trace_program(dir, trace, program, 0, mode_options(GetParam()));
+    }
+    // Full: exactly `truth`. Sampled: an estimate from enough samples, within 4.5 of its
+    // standard errors of the truth (a failure once in 150,000 runs).
+    void expect_bytes(const StackView& site, double truth) const {
+        if (!sampled()) {
+            EXPECT_EQ(site.live_bytes, static_cast<uint64_t>(truth));
+            return;
+        }
+        EXPECT_GE(site.live_samples, 32u) << "the sampled program is too small to judge";
+        EXPECT_GT(site.live_bytes_stderr, 0);
+        EXPECT_NEAR(static_cast<double>(site.live_bytes), truth, 4.5 * site.live_bytes_stderr);
+    }
+    void expect_count(uint64_t figure, uint64_t truth, const StackView& site) const {
+        if (!sampled()) {
+            EXPECT_EQ(figure, truth);
+            return;
+        }
+        // Blocks of one size: counts have the relative error of the bytes.
+        EXPECT_NEAR(static_cast<double>(figure), static_cast<double>(truth),
+                    4.5 * static_cast<double>(truth) * site.live_bytes_stderr / static_cast<double>(site.live_bytes));
+    }
+};
+
+INSTANTIATE_TEST_SUITE_P(Mode, Programs, ::testing::Values(TraceMode::Full, TraceMode::Sampled),
+                         [](const ::testing::TestParamInfo<TraceMode>& info) { return mode_name(info.param); });
+
+// Sampled runs of the memo table keep blocks of 64 KiB instead of 1000 bytes: 1000 of them,
+// about 118 samples.
+const std::vector<std::string> kMemoSampled{"--block-size", "65536"};
+
+TEST_P(Programs, MemoTableIsFlaggedAtRememberResult) {
     ScratchDir dir;
-    std::string trace = dir / "memo.gtrace";
-    ProcessResult r = trace_program(dir, trace, {GT_PROGRAM_MEMO_TABLE, "1000", "2000"});
-    EXPECT_EQ(r.out, run_process({GT_PROGRAM_MEMO_TABLE, "1000", "0"}).out);
-    Report report(analyze_json(dir, trace));
+    std::string trace_path = dir / "memo.gtrace";
+    std::vector<std::string> program = args({GT_PROGRAM_MEMO_TABLE, "1000", "2000"}, kMemoSampled);
+    ProcessResult r = trace(dir, trace_path, program);
+    program[2] = "0";
+    EXPECT_EQ(r.out, run_process(program).out);
+    Report report(analyze_json(dir, trace_path));
+    const double block = sampled() ? 65536 : 1000;
 
     const int line = marker_line("memo_table.cpp", "remember_result");
     auto site = report.stack_at("remember_result", "memo_table.cpp", line);
     ASSERT_TRUE(site) << "no stack allocating at remember_result (memo_table.cpp:" << line << ")\n"
                              << report.summary();
-    EXPECT_EQ(site->live_bytes, 1000u * 1000u);
-    EXPECT_EQ(site->live_count, 1000u);
-    EXPECT_EQ(site->allocations, 1000u);
+    expect_bytes(*site, 1000 * block);
+    expect_count(site->live_count, 1000u, *site);
+    expect_count(site->allocations, 1000u, *site);
     EXPECT_TRUE(site->flagged) << report.summary();
 
     // Only this program's deliberate growth is blamed on remember_result; the transient
     // per-request allocations are never flagged.
     EXPECT_FALSE(report.is_flagged("scratch_work")) << report.summary();
 
-    ProcessResult fail = growtrace({"analyze", trace, "--fail-on-growth"});
+    ProcessResult fail = growtrace({"analyze", trace_path, "--fail-on-growth"});
     EXPECT_EQ(fail.exit_code, kExitGrowthFound) << fail.err;
 }
 
 // A C++ cache owned by a static object is emptied by its destructor once main has returned
 // (or exit() was called): that is shutdown, not the program's steady state, and the growth
 // is still reported whole.
-class MemoTableFreedAtShutdown : public ::testing::TestWithParam<std::vector<std::string>> {};
+struct ShutdownCase {
+    TraceMode mode;
+    std::vector<std::string> flags;
+};
+
+class MemoTableFreedAtShutdown : public ::testing::TestWithParam<ShutdownCase> {};
 
 TEST_P(MemoTableFreedAtShutdown, IsStillFlaggedWithEveryBlock) {
     ScratchDir dir;
     std::string trace = dir / "memo.gtrace";
+    const bool sampled = GetParam().mode == TraceMode::Sampled;
     std::vector<std::string> args{GT_PROGRAM_MEMO_TABLE, "1000", "2000"};
-    args.insert(args.end(), GetParam().begin(), GetParam().end());
-    trace_program(dir, trace, args);
+    args.insert(args.end(), GetParam().flags.begin(), GetParam().flags.end());
+    if (sampled) args.insert(args.end(), kMemoSampled.begin(), kMemoSampled.end());
+    trace_program(dir, trace, args, 0, mode_options(GetParam().mode));
     nlohmann::json json = analyze_json(dir, trace);
     Report report(json);
     auto site = report.stack_at("remember_result", "memo_table.cpp", marker_line("memo_table.cpp", "remember_result"));
     ASSERT_TRUE(site) << report.summary();
-    EXPECT_EQ(site->live_bytes, 1000u * 1000u);
-    EXPECT_EQ(site->live_count, 1000u);
+    if (sampled) {
+        EXPECT_GE(site->live_samples, 32u);
+        EXPECT_NEAR(static_cast<double>(site->live_bytes), 1000.0 * 65536, 4.5 * site->live_bytes_stderr);
+    } else {
+        EXPECT_EQ(site->live_bytes, 1000u * 1000u);
+        EXPECT_EQ(site->live_count, 1000u);
+    }
     EXPECT_TRUE(site->flagged) << report.summary();
 }
 
 INSTANTIATE_TEST_SUITE_P(Exits, MemoTableFreedAtShutdown,
-                         ::testing::Values(std::vector<std::string>{"--static-owner"},
-                                           std::vector<std::string>{"--static-owner", "--exit"}),
-                         [](const ::testing::TestParamInfo<std::vector<std::string>>& info) {
-                             return std::string(info.param.size() == 1 ? "ReturnFromMain" : "ExitCall");
+                         ::testing::Values(ShutdownCase{TraceMode::Full, {"--static-owner"}},
+                                           ShutdownCase{TraceMode::Full, {"--static-owner", "--exit"}},
+                                           ShutdownCase{TraceMode::Sampled, {"--static-owner"}},
+                                           ShutdownCase{TraceMode::Sampled, {"--static-owner", "--exit"}}),
+                         [](const ::testing::TestParamInfo<ShutdownCase>& info) {
+                             return std::string(info.param.flags.size() == 1 ? "ReturnFromMain" : "ExitCall") +
+                                    (info.param.mode == TraceMode::Sampled ? "Sampled" : "");
                          });
 
-TEST(Programs, BoundedLruIsNotFlagged) {
+TEST_P(Programs, BoundedLruIsNotFlagged) {
     ScratchDir dir;
-    std::string trace = dir / "lru.gtrace";
-    trace_program(dir, trace, {GT_PROGRAM_BOUNDED_LRU, "20000", "500", "1000", "10"});
-    Report report(analyze_json(dir, trace));
+    std::string trace_path = dir / "lru.gtrace";
+    // Sampled: values of 64 KiB, so that the 500 live ones hold about 59 samples.
+    trace(dir, trace_path, args({GT_PROGRAM_BOUNDED_LRU, "20000", "500", "1000", "10"}, {"65536"}));
+    Report report(analyze_json(dir, trace_path));
 
     auto site = report.stack_at("lru_store", "bounded_lru.cpp", marker_line("bounded_lru.cpp", "lru_store"));
     ASSERT_TRUE(site) << report.summary();
-    EXPECT_EQ(site->allocations, 20000u);
-    EXPECT_EQ(site->live_count, 500u);
-    EXPECT_EQ(site->live_bytes, 500u * 1000u);
+    expect_bytes(*site, 500.0 * (sampled() ? 65536 : 1000));
+    expect_count(site->live_count, 500u, *site);
+    if (sampled()) {
+        EXPECT_EQ(site->classification, "bounded") << report.summary();
+        EXPECT_NEAR(static_cast<double>(site->allocations), 20000, 0.1 * 20000);  // about 2,360 samples
+    } else {
+        EXPECT_EQ(site->allocations, 20000u);
+    }
     EXPECT_FALSE(site->flagged) << report.summary();
     EXPECT_TRUE(report.findings_empty()) << report.summary();
 
-    ProcessResult pass = growtrace({"analyze", trace, "--fail-on-growth"});
+    ProcessResult pass = growtrace({"analyze", trace_path, "--fail-on-growth"});
     EXPECT_EQ(pass.exit_code, 0) << pass.err;
 }
 
-TEST(Programs, StartupTableWithChurnIsNotFlagged) {
+TEST_P(Programs, StartupTableWithChurnIsNotFlagged) {
     ScratchDir dir;
-    std::string trace = dir / "startup.gtrace";
-    trace_program(dir, trace, {GT_PROGRAM_STARTUP_TABLE_CHURN, "50", "4", "150", "1000", "10000"});
-    Report report(analyze_json(dir, trace));
+    std::string trace_path = dir / "startup.gtrace";
+    // The 50 MB table holds about 100 samples as it is.
+    trace(dir, trace_path, {GT_PROGRAM_STARTUP_TABLE_CHURN, "50", "4", "150", "1000", "10000"});
+    Report report(analyze_json(dir, trace_path));
 
     auto table = report.stack_at("load_row", "startup_table_churn.cpp",
                                              marker_line("startup_table_churn.cpp", "load_row"));
     ASSERT_TRUE(table) << report.summary();
-    EXPECT_EQ(table->live_count, 50u * 1024u);
-    EXPECT_EQ(table->live_bytes, 50u * 1024u * 1024u);
+    expect_count(table->live_count, 50u * 1024u, *table);
+    expect_bytes(*table, 50.0 * 1024 * 1024);
+    if (sampled()) {
+        EXPECT_EQ(table->classification, "bounded") << report.summary();
+    }
     EXPECT_FALSE(table->flagged) << report.summary();
     EXPECT_TRUE(report.findings_empty()) << report.summary();
 }
 
-TEST(Programs, SlowLeakInThreadsIsFlaggedAtLeakALittle) {
+TEST_P(Programs, SlowLeakInThreadsIsFlaggedAtLeakALittle) {
     ScratchDir dir;
-    std::string trace = dir / "leak.gtrace";
-    trace_program(dir, trace, {GT_PROGRAM_SLOW_LEAK_THREADS, "4", "400", "200", "4000"});
-    Report report(analyze_json(dir, trace));
+    std::string trace_path = dir / "leak.gtrace";
+    // Sampled: leaks of 32 KiB instead of 256 bytes (about 97 samples), the churn as it is.
+    trace(dir, trace_path, args({GT_PROGRAM_SLOW_LEAK_THREADS, "4", "400", "200", "4000"}, {"32768"}));
+    Report report(analyze_json(dir, trace_path));
 
     auto site = report.stack_at("leak_a_little", "slow_leak_threads.cpp",
                                             marker_line("slow_leak_threads.cpp", "leak_a_little"));
     ASSERT_TRUE(site) << report.summary();
-    EXPECT_EQ(site->allocations, 1600u);
-    EXPECT_EQ(site->live_count, 1600u);
-    EXPECT_EQ(site->live_bytes, 1600u * 256u);
+    expect_count(site->allocations, 1600u, *site);
+    expect_count(site->live_count, 1600u, *site);
+    expect_bytes(*site, 1600.0 * (sampled() ? 32768 : 256));
     EXPECT_TRUE(site->flagged) << report.summary();
     EXPECT_FALSE(report.is_flagged("churn_once")) << report.summary();
 }
 
-TEST(Programs, ForkAndExecWriteSeparateReadableTraces) {
+TEST(FullPrograms, ForkAndExecWriteSeparateReadableTraces) {
     ScratchDir dir;
     std::string trace = dir / "fe.gtrace";
     ProcessResult r = trace_program(dir, trace, {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_MEMO_TABLE, "100", "1000"});
@@ -167,7 +239,32 @@ TEST(Programs, ForkAndExecWriteSeparateReadableTraces) {
     }
 }
 
-TEST(Programs, NoFollowFlagsStopTracingChildren) {
+// Sampled: a forked child and an exec'd image sample too (GROWTRACE_SAMPLE follows them), each
+// trace says so, and the exec'd memo table (blocks of 256 KiB: about 78 samples) is flagged.
+TEST(SampledPrograms, ForkedChildAndExecdImageAreSampledToo) {
+    ScratchDir dir;
+    std::string trace = dir / "fe.gtrace";
+    ProcessResult r = trace_program(dir, trace,
+                                    {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_MEMO_TABLE, "200", "1000", "--block-size", "262144"},
+                                    0, mode_options(TraceMode::Sampled));
+    std::vector<std::string> traces;
+    for (const std::string& name : dir.files())
+        if (name.ends_with(".gtrace")) traces.push_back(dir / name);
+    ASSERT_EQ(traces.size(), 3u) << r.err;
+    for (const std::string& t : traces) {
+        ProcessResult dump = growtrace({"dump", t});
+        EXPECT_EQ(dump.exit_code, 0) << t << "\n" << dump.err;
+        EXPECT_NE(dump.out.find("Sampling mean_bytes=524288"), std::string::npos) << t;
+        EXPECT_EQ(analyze_json(dir, t)["sampling"]["mean_bytes"], 524288) << t;
+    }
+    Report exec_image(analyze_json(dir, dir / "fe.exec1.gtrace"));
+    auto site = exec_image.stack_at("remember_result", "memo_table.cpp", marker_line("memo_table.cpp", "remember_result"));
+    ASSERT_TRUE(site) << exec_image.summary();
+    EXPECT_TRUE(site->flagged) << exec_image.summary();
+    EXPECT_NEAR(static_cast<double>(site->live_bytes), 200.0 * 262144, 4.5 * site->live_bytes_stderr);
+}
+
+TEST(FullPrograms, NoFollowFlagsStopTracingChildren) {
     ScratchDir dir;
     ProcessResult r = growtrace({"run", "-o", dir / "nf.gtrace", "--no-follow-fork", "--no-follow-exec", "--",
                                  GT_PROGRAM_FORK_EXEC, GT_PROGRAM_MEMO_TABLE, "20", "0"});
@@ -176,26 +273,35 @@ TEST(Programs, NoFollowFlagsStopTracingChildren) {
     EXPECT_EQ(dir.files(), std::vector<std::string>{"nf.gtrace"}) << r.err;
 }
 
-TEST(Programs, DlopenedPluginFramesAreSymbolized) {
+TEST_P(Programs, DlopenedPluginFramesAreSymbolized) {
     ScratchDir dir;
-    std::string trace = dir / "dl.gtrace";
-    trace_program(dir, trace, {GT_PROGRAM_DLOPEN_USER, GT_PLUGIN, "100", "10", "15000"});
-    Report report(analyze_json(dir, trace));
+    std::string trace_path = dir / "dl.gtrace";
+    // Sampled: blocks of 64 KiB instead of 1500 bytes (about 118 samples).
+    trace(dir, trace_path, args({GT_PROGRAM_DLOPEN_USER, GT_PLUGIN, "100", "10", "15000"}, {"65536"}));
+    Report report(analyze_json(dir, trace_path));
 
     auto site = report.stack_at("plugin_remember", "plugin.cpp", marker_line("plugin.cpp", "plugin_remember"));
     ASSERT_TRUE(site) << report.summary();
     EXPECT_EQ(site->module_basename, "libgt_plugin.so");
-    EXPECT_EQ(site->live_bytes, 1000u * 1500u);
-    EXPECT_EQ(site->allocations, 1000u);
+    expect_bytes(*site, 1000.0 * (sampled() ? 65536 : 1500));
+    expect_count(site->allocations, 1000u, *site);
     EXPECT_TRUE(site->flagged) << report.summary();
     EXPECT_TRUE(report.finding_names("plugin_remember", "libgt_plugin.so")) << report.summary();
 }
 
-TEST(Programs, EveryHookedFunctionIsAccounted) {
+// Sampled, with one sample point per byte on average: every kept block (100 KB or more) is then
+// a sample with a probability of 1 - exp(-100000), weighted 1, so the figures are exact again
+// and check each hook's sampled path (realloc's two halves, calloc, the aligned forms...).
+TEST_P(Programs, EveryHookedFunctionIsAccounted) {
     ScratchDir dir;
     std::string trace = dir / "hooks.gtrace";
-    trace_program(dir, trace, {GT_PROGRAM_ALL_HOOKS});
-    Report report(analyze_json(dir, trace));
+    trace_program(dir, trace, {GT_PROGRAM_ALL_HOOKS}, 0,
+                  sampled() ? std::vector<std::string>{"--sample", "1"} : std::vector<std::string>{});
+    nlohmann::json json = analyze_json(dir, trace);
+    if (sampled()) {
+        EXPECT_EQ(json["sampling"]["mean_bytes"], 1);
+    }
+    Report report(json);
 
     // Sizes from the table in all_hooks.cpp.
     const std::pair<const char*, uint64_t> kept[] = {

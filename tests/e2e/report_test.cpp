@@ -131,6 +131,30 @@ TEST(Report, HtmlOfBoundedLruShowsNoFindingAndWhyTheCacheIsNotOne) {
     EXPECT_TRUE(contains(dom, "grew, then stopped")) << "the bounded LRU's explanation is missing";
 }
 
+// A sampled trace's page says the figures are estimates and shows their uncertainty.
+TEST(Report, HtmlOfASampledTraceShowsEstimatesWithTheirUncertainty) {
+    ScratchDir dir;
+    std::string trace = dir / "memo.gtrace";
+    trace_program(dir, trace, {GT_PROGRAM_MEMO_TABLE, "1000", "2000", "--block-size", "65536"}, 0,
+                  mode_options(TraceMode::Sampled));
+    std::string html = dir / "memo.html";
+    ProcessResult r = growtrace({"analyze", trace, "--html", html});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "sampled trace: one sample per 524.3 KB")) << r.out;
+    EXPECT_TRUE(contains(r.out, " ± ")) << r.out;
+    expect_self_contained(read_file(html));
+
+    if (chromium().empty()) GTEST_SKIP() << "chromium is not installed (tools/setup.sh installs it); the page was not rendered";
+    ProcessResult browser = dump_dom(dir, html);
+    const std::string& dom = browser.out;
+    expect_rendered(browser, dom);
+    EXPECT_TRUE(contains(dom, "1 unbounded growth finding")) << dom.substr(0, 3000);
+    EXPECT_TRUE(contains(dom, "one sample per 524.3 KB allocated on average")) << dom.substr(0, 3000);
+    EXPECT_TRUE(contains(dom, " ± ")) << "the finding's retained bytes lack their uncertainty";
+    EXPECT_TRUE(contains(dom, " samples)"));
+    EXPECT_TRUE(contains(dom, "≈ ")) << "estimated counts are not marked";
+}
+
 // Well-formedness: xmllint if there is one, else a check that tags nest and close.
 void expect_well_formed_xml(const ScratchDir& dir, const std::string& path) {
     std::string xmllint = find_program({"xmllint"});

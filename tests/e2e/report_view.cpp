@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
+
 namespace growtrace::e2e {
 
 namespace {
@@ -31,6 +33,9 @@ StackView parse_stack(const json& entry, bool flagged) {
     stack.live_bytes = number(entry, "retained_bytes");
     stack.live_count = number(entry, "live_allocations");
     stack.allocations = number(entry, "allocations");
+    stack.live_samples = number(entry, "live_samples");
+    if (auto se = entry.find("retained_bytes_stderr"); se != entry.end() && se->is_number())
+        stack.live_bytes_stderr = se->get<double>();
     if (auto frames = entry.find("frames"); frames != entry.end() && frames->is_array()) {
         for (const json& f : *frames) {
             FrameView frame;
@@ -90,6 +95,8 @@ std::optional<StackView> Report::stack_at(const std::string& function, const std
             sum->live_bytes += stack.live_bytes;
             sum->live_count += stack.live_count;
             sum->allocations += stack.allocations;
+            sum->live_samples += stack.live_samples;
+            sum->live_bytes_stderr = std::hypot(sum->live_bytes_stderr, stack.live_bytes_stderr);
             break;
         }
     }

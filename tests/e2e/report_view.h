@@ -26,6 +26,10 @@ struct StackView {
     uint64_t live_count = 0;
     uint64_t allocations = 0;       // allocations made over the whole trace
     std::string module_basename;    // module of the frame a look-up matched
+    // Sampled traces: the figures above are estimates; the standard error of live_bytes and the
+    // samples behind it (0 and allocations in a full trace).
+    double live_bytes_stderr = 0;
+    uint64_t live_samples = 0;
 };
 
 class Report {

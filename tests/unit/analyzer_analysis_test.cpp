@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <cmath>
+#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -166,6 +168,153 @@ TEST(AnalyzerAnalysis, DumpPrintsEveryRecordWithBlockOffsets) {
     EXPECT_NE(s.find("kind 0x7d (not decoded) length=2"), std::string::npos) << s;
     EXPECT_NE(s.find("End ticks=200"), std::string::npos) << s;
     EXPECT_NE(s.find("ended cleanly"), std::string::npos) << s;
+}
+
+// --- sampled traces (issue #12) ---
+
+// The cache_demo program of write_cache_trace, made 20 times bigger (20,000 kept blocks) and
+// recorded as the tracer does with --sample 64K: only the samples and their frees, after a
+// Sampling record. Each block is a sample with probability 1 - exp(-size/64K).
+std::string write_sampled_trace(const std::string& name, uint64_t seed, uint32_t version = format::kVersion) {
+    constexpr uint64_t kPeriod = 64 * 1024;
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    auto sampled = [&](uint64_t size) { return u(rng) < -std::expm1(-double(size) / kPeriod); };
+    TraceBuilder b;
+    b.process(778, 0, 0, "/usr/bin/cache_demo", "cache_demo");
+    if (version >= 3) b.record(format::RecordEncoder(format::RecordKind::Sampling).varint(kPeriod));
+    b.stack_node(1, 0, 0x1000).stack_node(2, 0, 0x2000).stack_node(3, 0, 0x3000).stack_node(4, 0, 0x4000);
+    std::deque<std::pair<uint64_t, bool>> lru;  // address, sampled
+    uint64_t next_lru_addr = 0x20000000;
+    for (int run = 0; run < 100; ++run) {
+        const uint64_t t0 = run * 100 * kMs;
+        b.thread(2, t0);
+        for (int i = 0; i < 400; ++i) {
+            const uint64_t t = t0 + i * kMs / 4 + 1;
+            if (lru.size() == 4000) {
+                if (lru.front().second) b.free(t, lru.front().first);
+                lru.pop_front();
+            }
+            const bool s = sampled(1000);
+            if (s) b.alloc(t + 1, 1000, next_lru_addr, 2);
+            lru.emplace_back(next_lru_addr, s);
+            next_lru_addr += 1024;
+            if (sampled(50000)) b.alloc(t + 2, 50000, 0x30000000, 3).free(t + 3, 0x30000000);
+        }
+        b.thread(1, t0);
+        for (int i = 0; i < 200; ++i)
+            if (sampled(1000)) b.alloc(t0 + i * kMs / 2 + 2, 1000, 0x10000000 + (run * 200 + i) * 1024, 1);
+        // A rarely sampled stack: 8 blocks of 1 KB kept per run, about 12 samples in all.
+        for (int i = 0; i < 8; ++i)
+            if (sampled(1024)) b.alloc(t0 + i * kMs + 3, 1024, 0x40000000 + (run * 8 + i) * 8192, 4);
+        b.time_mark(t0 + 100 * kMs, t0 + 100 * kMs, 50u << 20);
+        b.end_block(format::Codec::Zstd);
+    }
+    b.end(10000 * kMs, 10000 * kMs);
+    const std::string path = temp_trace_path(name);
+    b.write(path, version);
+    return path;
+}
+
+TEST(AnalyzerAnalysis, SampledTraceGivesTheSameVerdictsWithEstimates) {
+    // Over several samplings: the verdicts never change, the estimate of the growing stack's
+    // 20 MB is within four of its own standard errors.
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+        SCOPED_TRACE(seed);
+        AnalysisResult r = analyze_trace(write_sampled_trace("sampled", seed));
+        EXPECT_EQ(r.sample_period, 64u * 1024);
+        ASSERT_EQ(r.findings.size(), 1u);
+        const GroupReport& f = r.findings[0];
+        EXPECT_EQ(f.stack_ids, std::vector<uint64_t>{1});
+        EXPECT_GT(f.live_samples, 250u);
+        EXPECT_EQ(f.samples, f.live_samples);
+        EXPECT_NEAR(static_cast<double>(f.retained_bytes), 20e6, 4 * f.retained_bytes_stderr);
+        // Poisson: the relative error is about 1 / sqrt(samples).
+        EXPECT_NEAR(f.retained_bytes_stderr / static_cast<double>(f.retained_bytes), 1 / std::sqrt(double(f.live_samples)),
+                    0.05 / std::sqrt(double(f.live_samples)));
+        EXPECT_NEAR(static_cast<double>(f.live_allocations), 20000, 4 * 20000 / std::sqrt(double(f.live_samples)));
+        for (const auto& g : r.groups) {
+            if (g.stack_ids == std::vector<uint64_t>{2}) {
+                EXPECT_EQ(g.verdict.cls, GrowthClass::Bounded) << g.verdict.reason;
+            }
+            if (g.stack_ids == std::vector<uint64_t>{3}) {
+                EXPECT_EQ(g.verdict.cls, GrowthClass::Transient) << g.verdict.reason;
+            }
+            if (g.stack_ids == std::vector<uint64_t>{4}) {
+                EXPECT_EQ(g.verdict.cls, GrowthClass::Undetermined) << g.verdict.reason;
+                EXPECT_NE(g.verdict.reason.find("too thinly sampled to judge"), std::string::npos);
+            }
+        }
+    }
+}
+
+TEST(AnalyzerAnalysis, SampledTraceReportsSayTheFiguresAreEstimates) {
+    const std::string path = write_sampled_trace("sampled-report", 9);
+    AnalysisResult r = analyze_trace(path);
+    nlohmann::json j = report_json(r);
+    EXPECT_EQ(j["sampling"]["mean_bytes"], 64 * 1024);
+    EXPECT_GT(j["totals"]["samples"].get<uint64_t>(), 0u);
+    EXPECT_TRUE(j["totals"]["retained_bytes"].is_number_unsigned()) << "estimates stay whole numbers";
+    const nlohmann::json& f = j["findings"][0];
+    EXPECT_GT(f["retained_bytes_stderr"].get<double>(), 0);
+    EXPECT_GT(f["live_samples"].get<uint64_t>(), 0u);
+    EXPECT_TRUE(f["retained_bytes"].is_number_unsigned());
+    bool undetermined = false;
+    for (const auto& g : j["groups"]) undetermined |= g["class"] == "undetermined";
+    EXPECT_TRUE(undetermined) << j["groups"].dump();
+
+    std::ostringstream text;
+    write_text_report(r, text);
+    EXPECT_NE(text.str().find("sampled trace: one sample per 65.5 KB"), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find(" ± "), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("too thinly sampled to judge"), std::string::npos) << text.str();
+}
+
+// A full trace says so: sampling.mean_bytes 0, no uncertainty, samples = allocations.
+TEST(AnalyzerAnalysis, FullTraceHasExactFiguresAndNoSampling) {
+    nlohmann::json j = report_json(analyze_trace(write_cache_trace("full-json")));
+    EXPECT_EQ(j["sampling"]["mean_bytes"], 0);
+    EXPECT_EQ(j["totals"]["samples"], j["totals"]["allocations"]);
+    for (const auto& f : j["findings"]) EXPECT_EQ(f["retained_bytes_stderr"], 0.0);
+}
+
+// Traces of format versions 1 and 2 are read as before (every allocation recorded); a v2 file
+// holding a Sampling record (written by no tracer) would still be honoured.
+TEST(AnalyzerAnalysis, OlderFormatVersionsAreStillRead) {
+    AnalysisResult r = analyze_trace(write_sampled_trace("v2", 3, 2));
+    EXPECT_EQ(r.trace_format_version, 2u);
+    EXPECT_EQ(r.sample_period, 0u);
+    std::ostringstream out, err;
+    AnalyzeOptions o;
+    o.trace_path = write_cache_trace("v1-again");
+    EXPECT_EQ(analyze_command(o, out, err), kExitOk) << err.str();
+}
+
+// A trace of a day (a time mark every 100 ms: 864,000 of them) keeps a bounded RSS series and
+// fits its clock without a point per mark; the timeline still ends with the last RSS.
+TEST(AnalyzerAnalysis, DayLongTraceKeepsTimeMarksBounded) {
+    constexpr uint64_t kTick = 100 * kMs;
+    constexpr int kMarks = 864000;
+    TraceBuilder b;
+    b.process(5, 0, 0).stack_node(1, 0, 0x1000);
+    for (int i = 1; i <= kMarks; ++i) {
+        // ticks run at 2 per ns, as a 2 GHz TSC would
+        b.time_mark(2 * i * kTick, i * kTick, (uint64_t{100} + static_cast<uint64_t>(i) * 100 / kMarks) << 20);
+        if (i % 36000 == 0) b.thread(1, 2 * i * kTick).alloc(2 * i * kTick, 1 << 20, 0x10000000 + i, 1);
+        if (i % 10000 == 0) b.end_block(format::Codec::Zstd);
+    }
+    b.end(2 * kMarks * kTick, kMarks * kTick);
+    AnalysisResult r = analyze_trace([&] {
+        const std::string path = temp_trace_path("day");
+        b.write(path);
+        return path;
+    }());
+    EXPECT_NEAR(r.duration_s, 86400, 1);
+    ASSERT_FALSE(r.timeline.empty());
+    EXPECT_LE(r.timeline.size(), 512u);
+    EXPECT_NEAR(static_cast<double>(r.timeline.back().rss_bytes), 200.0 * (1 << 20), 2.0 * (1 << 20));
+    EXPECT_GT(r.timeline[r.timeline.size() / 2].rss_bytes, 140u << 20);
+    EXPECT_EQ(r.totals.retained_bytes, 24.0 * (1 << 20));
 }
 
 }  // namespace

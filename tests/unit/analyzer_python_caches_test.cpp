@@ -3,6 +3,9 @@
 
 #include "analyzer/python_caches.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace growtrace {
 namespace {
 
@@ -22,11 +25,12 @@ CacheCreateRecord cache(uint64_t id, int64_t maxsize) {
     return r;
 }
 
-// One miss: begin, an allocation computed for the entry, stored.
-void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uint64_t entries_before,
-          uint64_t alloc_seq, std::vector<uint64_t> key_types = {}, const std::string& key_desc = "(int,)") {
+// The start of a miss (thread `tid`), as the tracker saw it.
+CacheInsertRecord miss_begin(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uint64_t entries_before,
+                             std::vector<uint64_t> key_types = {}, const std::string& key_desc = "(int,)",
+                             uint64_t tid = 1) {
     CacheInsertRecord begin;
-    begin.tid = 1;
+    begin.tid = tid;
     begin.ticks = ticks;
     begin.cache_id = cache_id;
     begin.insert_seq = seq;
@@ -35,11 +39,23 @@ void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uin
     begin.key_desc = key_desc;
     begin.key_type_addresses = std::move(key_types);
     t.on_cache_insert(begin);
-    t.on_alloc_compact(AllocCompactEvent{1, ticks + 1, 1000, 3, alloc_seq});
+    return begin;
+}
+
+// The end of that miss: its value stored at `ticks`.
+void miss_stored(PythonTracker& t, const CacheInsertRecord& begin, uint64_t ticks) {
     CacheInsertRecord stored = begin;
     stored.phase = CacheInsertRecord::Stored;
-    stored.ticks = ticks + 2;
+    stored.ticks = ticks;
     t.on_cache_insert(stored);
+}
+
+// One miss: begin, an allocation computed for the entry, stored.
+void miss(PythonTracker& t, uint64_t cache_id, uint64_t seq, uint64_t ticks, uint64_t entries_before,
+          uint64_t alloc_seq, std::vector<uint64_t> key_types = {}, const std::string& key_desc = "(int,)") {
+    CacheInsertRecord begin = miss_begin(t, cache_id, seq, ticks, entries_before, std::move(key_types), key_desc);
+    t.on_alloc_compact(AllocCompactEvent{1, ticks + 1, 1000, 3, alloc_seq});
+    miss_stored(t, begin, ticks + 2);
 }
 
 TEST(PythonCaches, CacheFilledThroughoutTheRunIsAFindingWithItsMemoryAndKeyTypes) {
@@ -145,6 +161,80 @@ TEST(PythonCaches, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
     EXPECT_FALSE(f.types[0].unbounded) << f.types[0].reason;
     EXPECT_EQ(f.types[0].created, 500u);
     EXPECT_EQ(f.types[0].live_at_end, 0u);
+}
+
+// --- sampled traces (issue #12) ---
+
+// In a sampled trace the allocations made while computing an entry are samples: the cache's
+// memory is their weights' sum (size / p each), with its standard error; a weightless record (a
+// class object followed for its free only) adds nothing. Insertions and entries stay exact.
+TEST(PythonCaches, SampledMissesGiveTheCacheAnEstimateOfItsMemory) {
+    constexpr uint64_t kPeriod = 512 * 1024;
+    PythonTracker t;
+    t.set_sample_period(kPeriod);
+    t.on_cache_create(cache(1, -1));
+    uint64_t seq = 0;
+    for (uint64_t i = 0; i < 100; ++i) {
+        CacheInsertRecord begin = miss_begin(t, 1, i + 1, i * kSecond / 25, i);
+        if (i % 4 == 0) t.on_alloc_compact(AllocCompactEvent{1, begin.ticks + 1, 1000, 3, ++seq});  // a sample
+        t.on_alloc_compact(AllocCompactEvent{1, begin.ticks + 1, 0, 0, ++seq});  // weightless
+        miss_stored(t, begin, begin.ticks + 2);
+    }
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    const CacheFinding& c = f.caches[0];
+    EXPECT_TRUE(c.unbounded) << c.reason;
+    EXPECT_EQ(c.insertions, 100u);
+    EXPECT_EQ(c.entries_last, 100u);
+    const double p = -std::expm1(-1000.0 / kPeriod);
+    EXPECT_EQ(c.retained_samples, 25u);
+    EXPECT_NEAR(static_cast<double>(c.retained_bytes), 25 * 1000 / p, 1);
+    EXPECT_NEAR(c.retained_bytes_stderr, std::sqrt(25 * (1 - p)) * 1000 / p, 1);
+    EXPECT_NEAR(static_cast<double>(c.live_allocations), 25 / p, 1);
+    EXPECT_EQ(t.live_cache_bytes(1, 3), c.retained_bytes);
+}
+
+// Entries keep rising, but no sample landed in the entries' memory: whether they hold 64 KB
+// cannot be told, and the cache says so instead of being called small.
+TEST(PythonCaches, GrowingCacheWithoutLiveSamplesIsUndetermined) {
+    PythonTracker t;
+    t.set_sample_period(512 * 1024);
+    t.on_cache_create(cache(1, -1));
+    for (uint64_t i = 0; i < 100; ++i) {
+        CacheInsertRecord begin = miss_begin(t, 1, i + 1, i * kSecond / 25, i);
+        miss_stored(t, begin, begin.ticks);
+    }
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_FALSE(f.caches[0].unbounded);
+    EXPECT_TRUE(f.caches[0].undetermined);
+    EXPECT_NE(f.caches[0].reason.find("too thinly sampled"), std::string::npos) << f.caches[0].reason;
+    // In a full trace the same cache holds nothing: not a finding, and not undetermined.
+    PythonTracker full;
+    full.on_cache_create(cache(1, -1));
+    for (uint64_t i = 0; i < 100; ++i) {
+        miss_begin(full, 1, i + 1, i * kSecond / 25, i);
+    }
+    PythonFindings ff = full.finish(seconds, 4.0);
+    EXPECT_FALSE(ff.caches[0].undetermined);
+    EXPECT_NE(ff.caches[0].reason.find("holds only"), std::string::npos) << ff.caches[0].reason;
+}
+
+// A busy cache over a long run: its entry-count series is thinned, not kept point by point,
+// and still gives the right first and last counts.
+TEST(PythonCaches, LongRunKeepsTheEntrySeriesBounded) {
+    PythonTracker t;
+    t.on_cache_create(cache(1, 128));
+    for (uint64_t i = 0; i < 200000; ++i) {
+        CacheInsertRecord begin = miss_begin(t, 1, i + 1, i * 1000, std::min<uint64_t>(i, 128), {}, "(int,)", 1 + i % 7);
+        miss_stored(t, begin, begin.ticks + 1);
+    }
+    PythonFindings f = t.finish(seconds, 0.2);
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_LE(f.caches[0].entries_over_time.size(), 8200u);
+    EXPECT_EQ(f.caches[0].entries_first, 0u);
+    EXPECT_EQ(f.caches[0].entries_last, 129u);
+    EXPECT_EQ(f.caches[0].insertions, 200000u);
 }
 
 }  // namespace

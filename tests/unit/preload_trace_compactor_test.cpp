@@ -14,6 +14,7 @@
 
 #include "format/trace_format.h"
 #include "format/varint.h"
+#include "preload/sampler.h"
 #include "preload/trace_compactor.h"
 
 namespace growtrace::preload {
@@ -54,6 +55,17 @@ public:
         last_addr_ = addr;
         return *this;
     }
+    // A thread event of the CPython agent (CacheInsert, TypeCreate): dticks, then `body`.
+    RunBuilder& event(RecordKind kind, uint64_t ticks, const std::vector<uint8_t>& body) {
+        std::vector<uint8_t> payload(format::kMaxVarintBytes);
+        payload.resize(static_cast<size_t>(
+            format::put_varint(payload.data(), format::zigzag_encode(static_cast<int64_t>(ticks - last_ticks_))) -
+            payload.data()));
+        payload.insert(payload.end(), body.begin(), body.end());
+        put(kind, payload.data(), payload.data() + payload.size());
+        last_ticks_ = ticks;
+        return *this;
+    }
     const std::vector<uint8_t>& bytes() const { return bytes_; }
 
 private:
@@ -76,9 +88,10 @@ std::vector<std::vector<uint8_t>> g_sink_calls;
 void collect(const uint8_t* data, size_t size) { g_sink_calls.emplace_back(data, data + size); }
 
 struct OutRecord {
-    RecordKind kind;
+    RecordKind kind = RecordKind::Thread;
     uint64_t a = 0;  // Thread: tid; AllocCompact: size; FreeCompact: age; Time: zigzag dticks
     uint64_t b = 0;  // Thread: base ticks; AllocCompact: stack
+    std::vector<uint8_t> payload;  // thread events: the payload after dticks
 };
 
 class TraceCompactorTest : public ::testing::Test {
@@ -99,7 +112,8 @@ protected:
             uint64_t length = 0;
             EXPECT_TRUE(c.byte(kind) && c.varint(length)) << "sink call " << i;
             EXPECT_EQ(length, c.remaining()) << "sink call " << i << " is not exactly one record";
-            OutRecord r{static_cast<RecordKind>(kind)};
+            OutRecord r;
+            r.kind = static_cast<RecordKind>(kind);
             format::Cursor p(c.position(), c.position() + c.remaining());
             switch (r.kind) {
                 case RecordKind::Thread:
@@ -110,6 +124,15 @@ protected:
                 case RecordKind::Time:
                     EXPECT_TRUE(p.varint(r.a));
                     break;
+                case RecordKind::CacheInsert:
+                case RecordKind::TypeCreate: {
+                    int64_t dticks = 0;
+                    EXPECT_TRUE(p.svarint(dticks));
+                    r.a = format::zigzag_encode(dticks);
+                    r.payload.assign(p.position(), p.position() + p.remaining());
+                    p.skip(p.remaining());
+                    break;
+                }
                 default:
                     ADD_FAILURE() << "unexpected record kind " << int(kind);
             }
@@ -411,6 +434,152 @@ TEST_F(TraceCompactorTest, ResetForgetsLiveAllocations) {
     after.thread(1, 20).alloc(30, 200, kB, 1).free(40, kA);
     EXPECT_EQ(kinds(process(after)), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact}));
     EXPECT_TRUE(freed_sizes.empty());
+}
+
+// --- sampled traces (issue #12) ---
+
+std::vector<uint8_t> varints(std::initializer_list<uint64_t> values) {
+    std::vector<uint8_t> out;
+    for (uint64_t v : values) {
+        uint8_t buf[format::kMaxVarintBytes];
+        out.insert(out.end(), buf, format::put_varint(buf, v));
+    }
+    return out;
+}
+
+std::vector<uint8_t> with_string(std::vector<uint8_t> head, const std::string& text, std::initializer_list<uint64_t> tail) {
+    std::vector<uint8_t> len = varints({text.size()});
+    head.insert(head.end(), len.begin(), len.end());
+    head.insert(head.end(), text.begin(), text.end());
+    std::vector<uint8_t> rest = varints(tail);
+    head.insert(head.end(), rest.begin(), rest.end());
+    return head;
+}
+
+// TypeCreate body as the agent writes it: source, address, stack, module, qualname, metaclass.
+std::vector<uint8_t> type_create(uint64_t address) {
+    std::vector<uint8_t> body = varints({1, address, 0});
+    for (const char* s : {"mod", "Cls", "type"}) {
+        std::vector<uint8_t> str = with_string({}, s, {});
+        body.insert(body.end(), str.begin(), str.end());
+    }
+    return body;
+}
+
+// The varint the writer appends to a TypeCreate: 1 + age of the allocation holding the class.
+uint64_t type_allocation_of(const OutRecord& r) {
+    format::Cursor c(r.payload.data(), r.payload.data() + r.payload.size());
+    uint64_t v = 0, holder = 0;
+    const uint8_t* bytes = nullptr;
+    size_t size = 0;
+    c.varint(v), c.varint(v), c.varint(v);
+    c.bytes(bytes, size), c.bytes(bytes, size), c.bytes(bytes, size);
+    EXPECT_TRUE(c.varint(holder));
+    return holder;
+}
+
+class SampledCompactorTest : public TraceCompactorTest {
+protected:
+    void SetUp() override {
+        TraceCompactorTest::SetUp();
+        ASSERT_TRUE(sampler_configure(512 * 1024));
+    }
+    void TearDown() override {
+        sampler_configure(0);
+        TraceCompactorTest::TearDown();
+    }
+};
+
+// A class object whose block was not sampled still gets an allocation the TypeCreate names: a
+// weightless one (size 0, never a sample), written just before it; its free then ends the class.
+TEST_F(SampledCompactorTest, ClassObjectNotSampledGetsAWeightlessAllocationItsFreeEnds) {
+    constexpr uint64_t kClass = kA + format::kPythonGcHeaderBytes;
+    RunBuilder run;
+    run.thread(1, 1000).event(RecordKind::TypeCreate, 1010, type_create(kClass)).free(1020, kA);
+    std::vector<OutRecord> out = process(run);
+    ASSERT_EQ(kinds(out), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact,
+                                                   RecordKind::TypeCreate, RecordKind::FreeCompact}));
+    EXPECT_EQ(out[1].a, 0u) << "a weightless allocation has size 0";
+    EXPECT_EQ(type_allocation_of(out[2]), 1u) << "the TypeCreate names the allocation just before it";
+    EXPECT_EQ(freed_sizes, (std::vector<uint64_t>{0}));
+}
+
+// A sampled class object is named as in a full trace, with no extra allocation.
+TEST_F(SampledCompactorTest, SampledClassObjectIsNamedWithoutAnExtraAllocation) {
+    RunBuilder run;
+    run.thread(1, 1000).alloc(1005, 900, kA, 3).event(RecordKind::TypeCreate, 1010,
+                                                      type_create(kA + format::kPythonGcHeaderBytes));
+    std::vector<OutRecord> out = process(run);
+    ASSERT_EQ(kinds(out), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::AllocCompact, RecordKind::TypeCreate}));
+    EXPECT_EQ(type_allocation_of(out[2]), 1u);
+}
+
+TEST_F(TraceCompactorTest, FullTraceNeverAddsWeightlessAllocations) {
+    RunBuilder run;
+    run.thread(1, 1000).event(RecordKind::TypeCreate, 1010, type_create(kA + format::kPythonGcHeaderBytes));
+    std::vector<OutRecord> out = process(run);
+    ASSERT_EQ(kinds(out), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::TypeCreate}));
+    EXPECT_EQ(type_allocation_of(out[1]), 0u);
+}
+
+// CacheInsert begin: phase 0, cache, seq, stack, entries_before, key, key type addresses.
+std::vector<uint8_t> miss(uint64_t cache, uint64_t seq, const std::string& key) {
+    return with_string(varints({0, cache, seq, 7, seq}), key, {1, 0x5000});
+}
+
+std::string key_of(const OutRecord& r) {
+    format::Cursor c(r.payload.data(), r.payload.data() + r.payload.size());
+    uint64_t v = 0;
+    for (int i = 0; i < 5; ++i) c.varint(v);
+    const uint8_t* bytes = nullptr;
+    size_t size = 0;
+    EXPECT_TRUE(c.bytes(bytes, size));
+    uint64_t n = 0, address = 0;
+    EXPECT_TRUE(c.varint(n) && n == 1 && c.varint(address) && address == 0x5000) << "the key's classes are kept";
+    return std::string(reinterpret_cast<const char*>(bytes), size);
+}
+
+// Key descriptions are written until a cache has shown 64 distinct ones (the analyzer's
+// candidates for example keys), repeats of those too; then they are written empty. Another
+// cache has its own count. A full trace keeps them all.
+TEST_F(SampledCompactorTest, KeyDescriptionsAreKeptForTheFirst64DistinctKeysOfEachCache) {
+    RunBuilder run;
+    run.thread(1, 1000);
+    uint64_t t = 1000;
+    for (int i = 0; i < 70; ++i) run.event(RecordKind::CacheInsert, ++t, miss(1, i + 1, "key" + std::to_string(i)));
+    run.event(RecordKind::CacheInsert, ++t, miss(1, 71, "key3"));        // seen before: kept
+    run.event(RecordKind::CacheInsert, ++t, miss(2, 1, "other cache"));  // its own count
+    std::vector<OutRecord> out = process(run);
+    std::vector<std::string> keys;
+    for (const OutRecord& r : out)
+        if (r.kind == RecordKind::CacheInsert) keys.push_back(key_of(r));
+    ASSERT_EQ(keys.size(), 72u);
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(keys[i], "key" + std::to_string(i));
+    for (int i = 64; i < 70; ++i) EXPECT_EQ(keys[i], "") << i;
+    EXPECT_EQ(keys[70], "key3");
+    EXPECT_EQ(keys[71], "other cache");
+
+    sampler_configure(0);
+    compactor.reset();
+    RunBuilder full;
+    full.thread(1, 1000);
+    for (int i = 0; i < 70; ++i) full.event(RecordKind::CacheInsert, 1001 + i, miss(1, i + 1, "key" + std::to_string(i)));
+    std::vector<OutRecord> all = process(full);
+    EXPECT_EQ(key_of(all.back()), "key69");
+}
+
+// Sampled: times go on a grid of 2^23 ticks; a thread event happens at the run's written time.
+TEST_F(SampledCompactorTest, TimesAreWrittenOnTheSampledGrid) {
+    constexpr uint64_t kGrid = uint64_t{1} << 23;
+    constexpr uint64_t kBase = 100 * kGrid + 12345;
+    RunBuilder run;
+    run.thread(1, kBase).alloc(kBase + 3 * kGrid + 777, 64, kA, 1).event(RecordKind::CacheInsert,
+                                                                          kBase + 3 * kGrid + 999, miss(1, 1, "k"));
+    std::vector<OutRecord> out = process(run);
+    ASSERT_EQ(kinds(out), (std::vector<RecordKind>{RecordKind::Thread, RecordKind::Time, RecordKind::AllocCompact,
+                                                   RecordKind::CacheInsert}));
+    EXPECT_EQ((kBase + static_cast<uint64_t>(format::zigzag_decode(out[1].a))) % kGrid, 0u);
+    EXPECT_EQ(format::zigzag_decode(out[3].a), 0) << "at the run's written time";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ unions of those classes: it grows for ever. In a single thread it stays constant
     python repro.py --mode single  --requests 150
     python repro.py --mode threads --requests 150 --port 8123   # use a running mock_server.py
     python repro.py --mode threads --requests 100000 --progress  # a service to attach to
+    python repro.py --mode threads --requests 100000000 --duration 3600  # an hour of it
 
 Prints one summary line at the end:
     repro mode=threads requests=150 cache_currsize=... cache_misses=... cache_hits=...
@@ -69,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, help="port of a running mock_server.py (default: start one)")
     parser.add_argument("--warmup", type=int, default=2,
                         help="requests in the main thread before measuring (imports, first-use caches)")
+    parser.add_argument("--duration", type=float, default=0,
+                        help="stop after this many seconds of requests, even before --requests (0: no limit)")
     parser.add_argument("--json", help="also write the summary as JSON to this file")
     parser.add_argument("--progress", action="store_true",
                         help="print 'request N cache_currsize=M' after each request (for growtrace attach)")
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     done = 0
     next_start = t0
-    while done < args.requests:
+    while done < args.requests and not (args.duration > 0 and time.monotonic() - t0 >= args.duration):
         if args.interval > 0:
             delay = next_start - time.monotonic()
             if delay > 0:

@@ -1,0 +1,34 @@
+// Telling code objects apart without keeping them alive. A frame is identified by its code
+// object's address, but code compiled at run time is freed and its address reused by the next
+// one; holding a reference to every code object seen would change what the program keeps.
+// Instead each address (hashed into one of 1M buckets) has a generation, bumped whenever a
+// code object at such an address is freed: (address, generation) names one code object for
+// its whole life. A collision (a code object dies in the bucket of one still running) gives
+// the live one a new id the next time its frame is walked: the same frame then has two ids,
+// which the analyzer merges by their names; the buckets are many (2 MiB, touched only by
+// CPython processes) to keep that rare.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace growtrace::preload::python {
+
+inline constexpr unsigned kCodeGenerationBuckets = 1u << 20;
+inline std::atomic<uint16_t> g_code_generations[kCodeGenerationBuckets];
+
+inline std::atomic<uint16_t>& code_generation_bucket(const void* code) {
+    auto a = reinterpret_cast<uintptr_t>(code);
+    return g_code_generations[((a >> 4) ^ (a >> 24)) & (kCodeGenerationBuckets - 1)];
+}
+
+inline uint16_t code_generation(const void* code) {
+    return code_generation_bucket(code).load(std::memory_order_relaxed);
+}
+
+// Puts a function in front of the interpreter's code object destructor (PyCode_Type's
+// tp_dealloc) that bumps the generation before the memory is given back. present() only;
+// stays in place for the life of the process (the library is never unloaded).
+bool watch_code_objects();
+
+}  // namespace growtrace::preload::python

@@ -1,0 +1,84 @@
+// The CPython running in this process, found once: its version, the layout growtrace reads it
+// with (layout.h), and the C API functions the library calls. Functions are resolved by name
+// with dlsym, so the library works unchanged in a process without Python and in a Python
+// linked into its executable (which exports the same symbols). No interpreter header is
+// included here: the few stable C API types the library needs are declared below.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "preload/python/cpython/layout.h"
+
+namespace growtrace::preload::python {
+
+struct Object;  // a PyObject, opaque outside the version files
+
+// PyMemAllocatorEx and its domains (PEP 445), the same in every version.
+struct MemAllocator {
+    void* ctx;
+    void* (*malloc)(void* ctx, size_t size);
+    void* (*calloc)(void* ctx, size_t count, size_t size);
+    void* (*realloc)(void* ctx, void* ptr, size_t size);
+    void (*free)(void* ctx, void* ptr);
+};
+enum class AllocatorDomain : int { Raw = 0, Mem = 1, Object = 2 };
+
+inline constexpr int kFileInput = 257;  // Py_file_input
+
+// The stable C API functions the library calls.
+struct CApi {
+    const char* (*version)();
+    int (*is_initialized)();
+    int (*is_finalizing)();
+    int (*addr_to_line)(const void* code, int byte_offset);
+    const char* (*utf8)(Object* text, ptrdiff_t* size);
+    int (*gil_ensure)();  // PyGILState_STATE is an int-sized enum
+    void (*gil_release)(int state);
+    Object* (*dict_new)();
+    int (*dict_set)(Object* dict, const char* key, Object* value);
+    Object* (*dict_get)(Object* dict, const char* key);  // borrowed
+    Object* (*text)(const char* utf8);
+    Object* (*number)(unsigned long long value);
+    Object* (*run)(const char* source, int start, Object* globals, Object* locals, void* flags);
+    Object* (*call)(Object* callable);
+    void (*decref)(Object* object);
+    void (*clear_error)();
+    void (*get_allocator)(AllocatorDomain domain, MemAllocator* out);
+    void (*set_allocator)(AllocatorDomain domain, MemAllocator* allocator);
+};
+
+struct Interpreter {
+    int major = 0, minor = 0, micro = 0;
+    const VersionLayout* layout = nullptr;
+    CApi api{};
+    uint64_t eval_begin = 0, eval_end = 0;  // _PyEval_EvalFrameDefault's machine code
+};
+
+// Looks for CPython in the process once (later calls are cheap). True if it runs one that
+// growtrace reads; for a CPython it cannot read (another version, a free-threaded build, a
+// build whose structures differ from the headers'), says once on stderr what is missing.
+bool probe();
+bool present();
+// Py_IsInitialized(), false where there is no supported CPython.
+bool initialized();
+// Valid while present().
+const Interpreter& interpreter();
+
+// Reading objects through the layout (present() only).
+template <typename T>
+inline T field(const void* object, size_t offset) {
+    T value;
+    memcpy(&value, static_cast<const char*>(object) + offset, sizeof value);
+    return value;
+}
+inline const VersionLayout& layout() { return *interpreter().layout; }
+inline Object* type_of(const void* object) { return field<Object*>(object, layout().object_type); }
+inline unsigned long type_flags(const void* type) { return field<unsigned long>(type, layout().type_flags); }
+inline bool is_heap_type(const void* type) { return type_flags(type) & layout().heap_type_flag; }
+// The UTF-8 text of a str object (GIL held: the interpreter may cache the encoding on it);
+// "" for anything that is not a str.
+const char* text_of(const Object* text, size_t& size);
+
+}  // namespace growtrace::preload::python

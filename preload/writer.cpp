@@ -6,7 +6,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -20,6 +19,7 @@
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
 #include "preload/sampler.h"
+#include "preload/start_order.h"
 #include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
 #include "preload/tracer_thread.h"
@@ -161,20 +161,15 @@ void append_buffer(Buffer* buffer) {
     pool_put(buffer);
 }
 
-// Buffers collected in one cycle, to be written in the order they were started.
-Buffer* g_collected[4096];
-size_t g_collected_count = 0;
+// The buffers collected in one cycle (any number of them).
+constinit StartOrder<Buffer> g_collected;
 
-void collect(Buffer* buffer) {
-    if (g_collected_count < sizeof g_collected / sizeof g_collected[0]) g_collected[g_collected_count++] = buffer;
-    else append_buffer(buffer);
-}
+void collect(Buffer* buffer) { g_collected.add(buffer); }
 
 // Each thread's runs must reach the compactor in the order the thread wrote them. Taking the
 // current buffers first and the full queue second collects, for every thread, a contiguous
-// series of its buffers; sorting by start order restores it.
+// series of its buffers; putting them in start order restores it.
 void write_thread_runs() {
-    g_collected_count = 0;
     recorder_collect_thread_buffers(collect);
     g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     for (Buffer* b = pool_take_full(); b;) {
@@ -182,8 +177,7 @@ void write_thread_runs() {
         collect(b);
         b = next;
     }
-    std::sort(g_collected, g_collected + g_collected_count, [](const Buffer* a, const Buffer* b) { return a->seq < b->seq; });
-    for (size_t i = 0; i < g_collected_count; ++i) append_buffer(g_collected[i]);
+    g_collected.drain(append_buffer);
     g_compactor.end_cycle();
 }
 

@@ -47,9 +47,15 @@ void* hooked_realloc(void* ctx, void* ptr, size_t size) {
     if ((!sample && !(ptr && sample_maybe_live(ptr))) || t_in_tracer || !tracer_active())
         return o.realloc(o.ctx, ptr, size);
     RecursionGuard guard;
-    if (ptr) record_free(ptr);
+    FreeBeforeResize old(ptr);  // before the call: the address may be reused at once
     void* p = o.realloc(o.ctx, ptr, size);
-    if (p && sample) record_python_alloc(p, size);
+    if (p) {
+        if (sample) record_python_alloc(p, size);
+    } else if (ptr && !old.take_back()) {
+        // A failed PyMem_Realloc never frees the old block (not even for size 0), but its
+        // size is the allocator's secret: recorded alive again, without bytes.
+        record_python_alloc(ptr, 0);
+    }
     return p;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "e2e_support.h"
+#include "report_view.h"
 
 namespace growtrace::e2e {
 namespace {
@@ -424,6 +425,24 @@ TEST_P(PythonVersions, CodeCompiledAtRunTimeIsFreedAsUntraced) {
     ProcessResult traced = trace_program(dir, dir / "code.gtrace", program);
     EXPECT_NE(untraced.out.find("code_objects=3000 alive=0"), std::string::npos) << untraced.out;
     EXPECT_EQ(traced.out, untraced.out) << "the same code objects are alive after gc.collect()";
+}
+
+// A PyMem/PyObject_Realloc that fails leaves its block alive, and so does the trace: the
+// bytearrays of failed_realloc.py (one in pymalloc's pools, one it passes to malloc) are all
+// alive at the end, each line holding its object and its buffer.
+TEST_P(PythonVersions, FailedReallocLeavesTheBlockAlive) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    ScratchDir dir;
+    constexpr unsigned kRounds = 400;
+    json report = trace_python(dir, py.python, {kPrograms + "failed_realloc.py", "--rounds", std::to_string(kRounds)});
+    Report view(report);
+    for (auto [mark, buffer] : {std::pair{"small_block", 300u + 1}, std::pair{"large_block", 3000u + 1}}) {
+        auto site = view.stack_at("main", "failed_realloc.py", python_mark("failed_realloc.py", mark));
+        ASSERT_TRUE(site) << mark << ": " << view.summary();
+        EXPECT_EQ(site->live_count, 2u * kRounds) << mark << ": every bytearray and its buffer live on";
+        EXPECT_GE(site->live_bytes, uint64_t(kRounds) * buffer) << mark;
+    }
 }
 
 // An interpreter growtrace does not read (here pyenv's 3.9, when installed): one line saying so

@@ -251,6 +251,31 @@ int mode_realloc(int steps) {
     return 0;
 }
 
+// --- realloc and reallocarray that fail: the blocks live on, whole ---
+__attribute__((noinline)) unsigned char* failed_realloc_keep(size_t size) {
+    auto* p = static_cast<unsigned char*>(malloc(size));
+    if (!p) die("malloc");
+    memset(p, 7, size);
+    return p;
+}
+
+int mode_failed_realloc(int count) {
+    static unsigned char* kept[1000];
+    if (count > 1000) count = 1000;
+    int failed = 0;
+    for (int i = 0; i < count; ++i) {
+        kept[i] = failed_realloc_keep(40000);
+        // A petabyte: no allocator gives that.
+        void* grown = i % 2 ? realloc(kept[i], size_t(1) << 50) : reallocarray(kept[i], size_t(1) << 40, 1024);
+        if (grown) kept[i] = static_cast<unsigned char*>(grown);
+        else ++failed;
+    }
+    long whole = 0;
+    for (int i = 0; i < count; ++i) whole += kept[i][0] == 7 && kept[i][39999] == 7;
+    printf("failed-realloc: %d of %d failed, %ld blocks whole\n", failed, count, whole);
+    return 0;
+}
+
 // --- posix_memalign with large alignments ---
 __attribute__((noinline)) void* aligned_keep(size_t alignment, size_t size) {
     void* p = nullptr;
@@ -520,6 +545,7 @@ int main(int argc, char** argv) {
     if (!strcmp(mode, "exec-child")) return mode_exec_child();
     if (!strcmp(mode, "signal")) return mode_signal(int(arg(2, 1000)));
     if (!strcmp(mode, "realloc")) return mode_realloc(int(arg(2, 1000)));
+    if (!strcmp(mode, "failed-realloc")) return mode_failed_realloc(int(arg(2, 200)));
     if (!strcmp(mode, "memalign")) return mode_memalign();
     if (!strcmp(mode, "exit-thread")) return mode_exit_thread();
     if (!strcmp(mode, "kill")) return mode_kill();

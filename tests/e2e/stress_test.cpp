@@ -202,6 +202,26 @@ TEST(Stress, ReallocChainIsExact) {
     EXPECT_EQ(site->live_bytes, 150000u);
 }
 
+// A realloc or reallocarray that fails leaves its block as it was, and so does the trace: each
+// block is alive at the end with its size and the stack that made it.
+TEST(Stress, FailedReallocLeavesTheBlockAsItWas) {
+    ScratchDir dir;
+    std::string trace = dir / "failed.gtrace";
+    ProcessResult plain = untraced({"failed-realloc", "200"});
+    ProcessResult r = traced(dir, trace, {"failed-realloc", "200"});
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "failed-realloc: 200 of 200 failed, 200 blocks whole\n");
+    Report report(analyze_json(dir, trace));
+    auto site = report.stack_in("failed_realloc_keep");
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_EQ(site->allocations, 200u);
+    EXPECT_EQ(site->live_count, 200u);
+    EXPECT_EQ(site->live_bytes, 200u * 40000u);
+    auto caller = report.stack_in("mode_failed_realloc");  // the failed calls' stacks too
+    ASSERT_TRUE(caller);
+    EXPECT_EQ(caller->live_bytes, site->live_bytes) << "nothing recorded again at the failed call: " << report.summary();
+}
+
 TEST(Stress, PosixMemalignLargeAlignmentsAreExact) {
     ScratchDir dir;
     std::string trace = dir / "memalign.gtrace";

@@ -18,7 +18,6 @@
 #include <fmt/format.h>
 
 #include "analyzer/record_decoder.h"
-#include "analyzer/trace_error.h"
 
 namespace growtrace {
 
@@ -497,10 +496,6 @@ AnalysisResult analyze_trace(const std::string& path) {
     Symbolizer symbolizer;
     Collector c(model, symbolizer);
     const ReadSummary summary = read_trace(path, c);
-    if (summary.records == 0)
-        throw TraceError(fmt::format("trace {} holds no records, only its {}-byte file header: the process ended, "
-                                     "exec'd or was killed before the tracer's first flush",
-                                     path, summary.file_size));
     c.finish_python();
 
     AnalysisResult out;
@@ -577,11 +572,16 @@ AnalysisResult analyze_trace(const std::string& path) {
     add_python_findings(out, c, symbolizer);
     out.root_causes = find_root_causes(out);
 
-    if (!out.ended_cleanly)
+    if (summary.records == 0)
+        out.warnings.push_back(fmt::format("trace holds no records, only its {}-byte file header: the process ended, "
+                                           "exec'd or was killed (or the disk filled) before the tracer's first flush; "
+                                           "there is nothing to analyse",
+                                           summary.file_size));
+    else if (!out.ended_cleanly)
         out.warnings.push_back(c.execed ? "trace ends where the process exec'd another program (traced to a file of its own)"
                                         : "trace has no end record (the process was killed or is still running); "
                                           "analysed up to its last flush");
-    if (!c.seen_process())
+    if (summary.records && !c.seen_process())
         out.warnings.push_back("trace has no Process record: the process id and command are unknown");
     for (const auto& e : c.tracer_errors)
         out.warnings.push_back(fmt::format("tracer error at {:.3f} s: {}", c.clock.seconds(static_cast<double>(e.ticks)), e.message));

@@ -167,13 +167,19 @@ void write_text_report(const AnalysisResult& r, std::ostream& out) {
                            "estimates, given ± one standard error (cache entries and classes are exact)\n",
                            human_bytes(static_cast<double>(r.sample_period)));
     const size_t total = finding_count(r);
+    const bool unnamed = r.pid == 0 && r.command.empty();
+    if (unnamed && total == 0 && r.totals.allocations == 0) {
+        out << "nothing to report: the trace names no process and holds no allocation (see the warning above)\n";
+        return;
+    }
+    const std::string who = unnamed ? std::string("an unnamed process") : r.command;
     if (total == 0) {
-        out << fmt::format("no unbounded growth found in {} (pid {}, {:.1f} s, {}{:.0f} allocations)\n", r.command, r.pid,
+        out << fmt::format("no unbounded growth found in {} (pid {}, {:.1f} s, {}{:.0f} allocations)\n", who, r.pid,
                            r.duration_s, sampled ? "about " : "", r.totals.allocations);
     } else {
         const size_t roots = r.root_causes.size();
         out << fmt::format("{} root cause{} of unbounded growth in {} (pid {}, {:.1f} s), from {} unbounded growth finding{}{}\n",
-                           roots, roots == 1 ? "" : "s", r.command, r.pid, r.duration_s, total, total == 1 ? "" : "s",
+                           roots, roots == 1 ? "" : "s", who, r.pid, r.duration_s, total, total == 1 ? "" : "s",
                            roots == 1 ? ": " + r.root_causes.front().title : std::string());
     }
     size_t number = 0, stack_roots = 0;

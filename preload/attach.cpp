@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -40,6 +41,7 @@ unsigned long g_self_base = 0;
 pthread_mutex_t g_attach_mutex = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<bool> g_attached{false};
 std::atomic<unsigned> g_generation{0};
+char g_output[4096];  // the trace of the current (or last) attach
 
 // Our own definitions of malloc & co. `&malloc` here would name the process-wide one (this
 // library is not in the global scope); a lookup in our own handle starts with ourselves.
@@ -165,6 +167,7 @@ int attach_start(const char* output, uint64_t sample_bytes) {
             recorder_stop();
             rc = -4;
         } else {
+            snprintf(g_output, sizeof g_output, "%s", output);
             g_attached.store(true);
             g_generation.fetch_add(1);
             start_rescan_thread();
@@ -200,6 +203,10 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void
     pthread_mutex_unlock(&g_attach_mutex);
     return rc;
 }
+
+// The trace of the current attach, or of the last one; "" if there was none. For `growtrace
+// detach`, which names the file it closed.
+extern "C" __attribute__((visibility("default"))) const char* growtrace_attach_output(void) { return g_output; }
 
 // Called just before growtrace_attach_start: where the CPython agent is, for a process that
 // runs a CPython growtrace reads (its version, 311 for 3.11: the agent starts with the

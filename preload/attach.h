@@ -15,8 +15,12 @@
 //       the same, sampling allocations with a mean of `sample_bytes` bytes between samples
 //       (0: every allocation; preload/sampler.h)
 //   int growtrace_attach_stop(void)
-//       >= 0 slots restored; the trace ends with an End record and is closed
+//       >= 0 slots restored; the trace ends with an End record and is closed (the writer
+//            thread, "growtrace-wr", is gone once it is; for a CPython process that happens
+//            on a thread of ours once it has the GIL)
 //       -1   not attached
+//   const char* growtrace_attach_output(void)
+//       the trace of the current attach, or of the last one; "" if there was none
 #pragma once
 
 namespace growtrace::preload {

@@ -88,6 +88,13 @@ void* traced_result(void* p, size_t size) {
     return p;
 }
 
+// A realloc failed (with a size: realloc(p, 0) frees p even when it returns null): the old
+// block lives on. Its free is taken back; where that is no longer possible the block is
+// recorded again, with the size the allocator knows for it.
+void old_block_lives_on(FreeBeforeResize& old, void* ptr) {
+    if (!old.take_back()) record_alloc(ptr, malloc_usable_size(ptr));
+}
+
 }  // namespace
 
 extern "C" {
@@ -138,12 +145,12 @@ __attribute__((visibility("default"))) void* realloc(void* ptr, size_t size) {
     bool sample = !sample_skip(size) && sample_take(size);
     if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace()) return g_real.realloc(ptr, size);
     RecursionGuard guard;
-    bool old_recorded = ptr && record_free(ptr);
+    FreeBeforeResize old(ptr);
     void* result = g_real.realloc(ptr, size);
     if (result) {
         if (sample) record_alloc(result, size);
-    } else if (ptr && size && old_recorded) {
-        record_alloc(ptr, malloc_usable_size(ptr));  // failed: old block lives on
+    } else if (ptr && size) {
+        old_block_lives_on(old, ptr);
     }
     return result;
 }
@@ -158,12 +165,12 @@ __attribute__((visibility("default"))) void* reallocarray(void* ptr, size_t coun
     bool sample = !sample_skip(total) && sample_take(total);
     if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace()) return g_real.reallocarray(ptr, count, size);
     RecursionGuard guard;
-    bool old_recorded = ptr && record_free(ptr);
+    FreeBeforeResize old(ptr);
     void* result = g_real.reallocarray(ptr, count, size);
     if (result) {
         if (sample) record_alloc(result, total);
-    } else if (ptr && total && old_recorded) {
-        record_alloc(ptr, malloc_usable_size(ptr));
+    } else if (ptr && total) {
+        old_block_lives_on(old, ptr);
     }
     return result;
 }

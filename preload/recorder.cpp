@@ -43,6 +43,9 @@ constexpr size_t kWakeWriterAfter = 16;
 struct ThreadState {
     std::atomic<bool> busy{false};  // held by the owner while writing, by the writer while taking
     bool exited = false;
+    // A free was recorded that the thread may take back (FreeBeforeResize): the writer leaves
+    // its buffer until it is settled.
+    bool holding_free = false;
     Buffer* buffer = nullptr;
     uint64_t last_ticks = 0;
     uint64_t last_addr = 0;
@@ -113,6 +116,7 @@ void unlock(ThreadState* ts) { ts->busy.store(false, std::memory_order_release);
 void on_thread_exit(void* arg) {
     auto* ts = static_cast<ThreadState*>(arg);
     RecursionGuard guard;
+    if (current_tid() == static_cast<uint32_t>(g_pid)) writer_note_main_thread_ended();
     lock(ts);
     Buffer* b = ts->buffer;
     ts->buffer = nullptr;
@@ -341,11 +345,11 @@ void emit_process_record(const char* parent_trace) {
     const char* exe = module_map_program_path();
     char cmdline[3072];
     size_t cmdline_size = 0;
-    OwnFd fd;
-    if (fd.open("/proc/self/cmdline", O_RDONLY)) {
-        ssize_t r = read(fd.raw(), cmdline, sizeof cmdline);
+    int fd = open_for_tracer("/proc/self/cmdline", O_RDONLY);
+    if (fd >= 0) {
+        ssize_t r = read(fd, cmdline, sizeof cmdline);
         cmdline_size = r > 0 ? static_cast<size_t>(r) : 0;
-        fd.close();
+        close(fd);
     }
     if (cmdline_size && cmdline[cmdline_size - 1] == '\0') --cmdline_size;
     format::RecordEncoder rec(RecordKind::Process);
@@ -390,11 +394,13 @@ void child_after_fork() {
     if (mine) {
         mine->next = nullptr;
         mine->busy.store(false);
+        mine->holding_free = false;
         mine->run_tid = 0;
         mine->forget_stacks();  // its node ids belong to the parent's trace
     }
     g_late.buffer = nullptr;
     g_late.busy.store(false);
+    g_late.holding_free = false;
     g_late.run_tid = 0;
     t_tid = 0;
     g_pid = getpid();
@@ -575,13 +581,25 @@ void record_python_alloc(void* ptr, size_t size) {
     unlock(ts);
 }
 
-bool record_free(void* ptr) {
+namespace {
+// Where a free went in the thread's buffer, so that it can be taken back.
+struct FreePlace {
+    ThreadState* ts = nullptr;
+    Buffer* buffer = nullptr;
+    uint64_t seq = 0;
+    size_t begin = 0, end = 0;
+    uint64_t last_ticks = 0, last_addr = 0;
+};
+
+// Records a free; `hold` keeps the writer off the thread's buffer until release_free().
+bool put_free(void* ptr, FreePlace* hold) {
     if (sampling_enabled() && !(sample_maybe_live(ptr) && live_samples_remove(reinterpret_cast<uint64_t>(ptr))))
         return false;
     uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return true;
     if (make_room(ts, SmallRecord::kMaxBytes)) {
+        if (hold) *hold = {ts, ts->buffer, ts->buffer->seq, ts->buffer->used, 0, ts->last_ticks, ts->last_addr};
         auto addr = reinterpret_cast<uint64_t>(ptr);
         SmallRecord(ts, RecordKind::Free)
             .varint(format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)))
@@ -589,9 +607,58 @@ bool record_free(void* ptr) {
             .commit();
         ts->last_ticks = ticks;
         ts->last_addr = addr;
+        if (hold) {
+            hold->end = ts->buffer->used;
+            ts->holding_free = true;
+        }
     }
     unlock(ts);
     return true;
+}
+
+void release_free(const FreePlace& place) {
+    if (!place.ts) return;
+    lock(place.ts);
+    place.ts->holding_free = false;
+    unlock(place.ts);
+}
+
+// The free at `place` never happened: removed from the buffer if it is still its last record
+// (always, but in the state threads share after their end, where another may have written).
+bool take_back_free(void* ptr, const FreePlace& place) {
+    if (sampling_enabled()) live_samples_insert(reinterpret_cast<uint64_t>(ptr));
+    if (!place.ts) return true;  // no room was made: nothing was written
+    ThreadState* ts = place.ts;
+    lock(ts);
+    bool last = ts->buffer == place.buffer && ts->buffer->seq == place.seq && ts->buffer->used == place.end;
+    if (last) {
+        ts->buffer->used = place.begin;
+        ts->last_ticks = place.last_ticks;
+        ts->last_addr = place.last_addr;
+    }
+    ts->holding_free = false;
+    unlock(ts);
+    return last;
+}
+}  // namespace
+
+bool record_free(void* ptr) { return put_free(ptr, nullptr); }
+
+FreeBeforeResize::FreeBeforeResize(void* ptr) {
+    static_assert(sizeof(FreePlace) <= sizeof place_ && alignof(FreePlace) <= 8, "FreeBeforeResize::place_ holds a FreePlace");
+    new (place_) FreePlace();
+    recorded_ = ptr && put_free(ptr, reinterpret_cast<FreePlace*>(place_));
+    ptr_ = ptr;
+}
+
+FreeBeforeResize::~FreeBeforeResize() {
+    if (!settled_) release_free(*reinterpret_cast<FreePlace*>(place_));
+}
+
+bool FreeBeforeResize::take_back() {
+    if (!recorded_ || settled_) return true;
+    settled_ = true;
+    return take_back_free(ptr_, *reinterpret_cast<FreePlace*>(place_));
 }
 
 void recorder_after_fork_in_parent(int child_pid) {
@@ -639,8 +706,14 @@ void recorder_collect_thread_buffers(void (*take)(Buffer*)) {
     pthread_mutex_lock(&g_registry_mutex);
     ThreadState** link = &g_threads;
     while (ThreadState* ts = *link) {
-        // A thread writing right now (or blocked for a free buffer) is skipped, not waited for.
+        // A thread writing right now (or blocked for a free buffer) is skipped, not waited for;
+        // so is one that may take back the free it just wrote.
         if (ts->busy.exchange(true, std::memory_order_acquire)) {
+            link = &ts->next;
+            continue;
+        }
+        if (ts->holding_free) {
+            unlock(ts);
             link = &ts->next;
             continue;
         }
@@ -659,7 +732,7 @@ void recorder_collect_thread_buffers(void (*take)(Buffer*)) {
     }
     pthread_mutex_unlock(&g_registry_mutex);
     if (!g_late.busy.exchange(true, std::memory_order_acquire)) {
-        Buffer* b = g_late.buffer;
+        Buffer* b = g_late.holding_free ? nullptr : g_late.buffer;
         if (b && b->used) g_late.buffer = nullptr;
         else b = nullptr;
         g_late.run_tid = 0;

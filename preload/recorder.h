@@ -36,6 +36,31 @@ void record_python_alloc(void* ptr, size_t size);
 // (the others return false at once, most after one load of the sampler's filter).
 bool record_free(void* ptr);
 
+// realloc's old block: its free is recorded before the real call (the address may be reused
+// at once), and taken back if the call fails and the block lives on, so that the trace never
+// sees it freed and keeps its size, stack and age. Until then (or the end of the object) the
+// writer leaves the thread's buffer alone; nothing else is recorded by this thread meanwhile
+// (the recursion guard is held).
+class FreeBeforeResize {
+public:
+    explicit FreeBeforeResize(void* ptr);  // ptr may be null: nothing to record
+    ~FreeBeforeResize();
+    FreeBeforeResize(const FreeBeforeResize&) = delete;
+    FreeBeforeResize& operator=(const FreeBeforeResize&) = delete;
+    // Whether a free was recorded (in sampled mode, only a live sample's is).
+    bool recorded() const { return recorded_; }
+    // The call failed: the free is removed from the trace. False when it could no longer be
+    // (another thread wrote after it into a buffer they share); the caller records the block
+    // allocated again instead.
+    bool take_back();
+
+private:
+    alignas(8) unsigned char place_[64];
+    void* ptr_ = nullptr;
+    bool recorded_ = false;
+    bool settled_ = false;
+};
+
 // For the Python agent's records. The stack id of the calling thread's merged stack, dropping
 // innermost frames in [skip_begin, skip_end); 0 when not tracing.
 uint32_t record_stack(uint64_t skip_begin, uint64_t skip_end);

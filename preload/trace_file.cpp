@@ -13,6 +13,7 @@
 
 #include "format/checksum.h"
 #include "format/trace_format.h"
+#include "preload/descriptors.h"
 #include "preload/log.h"
 
 namespace growtrace::preload {
@@ -27,36 +28,65 @@ bool derived_trace_path(const char* primary, const char* suffix, char* out, size
 }
 
 bool TraceFile::try_create(const char* path) {
-    if (!file_.open(path, O_WRONLY | O_CREAT | O_EXCL, 0644)) {
+    last_errno_ = 0;
+    char absolute[sizeof path_];
+    if (path[0] == '/') {
+        snprintf(absolute, sizeof absolute, "%s", path);
+    } else {
+        char cwd[sizeof path_];
+        if (!getcwd(cwd, sizeof cwd)) {
+            last_errno_ = errno;
+            return false;
+        }
+        int n = snprintf(absolute, sizeof absolute, "%s/%s", cwd, path);
+        if (n < 0 || static_cast<size_t>(n) >= sizeof absolute) {
+            last_errno_ = ENAMETOOLONG;
+            return false;
+        }
+    }
+    int fd = open_for_tracer(absolute, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
         last_errno_ = errno;
         return false;
     }
-    snprintf(path_, sizeof path_, "%s", path);
+    struct stat st;
+    format::FileHeader header{};
+    memcpy(header.magic, format::kMagic, sizeof header.magic);
+    header.version = format::kVersion;
+    header.flags = format::kFlagBlockChecksums;
+    bool written = fstat(fd, &st) == 0 && write_all(fd, &header, sizeof header);
+    if (!written && !last_errno_) last_errno_ = errno;
+    ::close(fd);
+    snprintf(path_, sizeof path_, "%s", absolute);
+    if (!written) {
+        unlink(path_);
+        return false;
+    }
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+    complete_size_ = sizeof header;
+    removed_ = false;
+    open_ = true;
     return true;
 }
 
-int TraceFile::usable_fd() {
-    int fd = file_.get();
-    if (fd >= 0 || !file_.is_open()) return fd;
-    OwnFd again;
-    if (!again.open(path_, O_WRONLY)) {
-        last_errno_ = errno;
-        file_.close();
+int TraceFile::open_to_append() {
+    int fd = open_for_tracer(path_, O_WRONLY);
+    struct stat st;
+    if (fd < 0 && errno == ENOENT) {
+        removed_ = true;
+    } else if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_)) {
+        removed_ = true;  // another file took its name
+        ::close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        last_errno_ = removed_ ? ENOENT : errno;
         return -1;
     }
-    if (!again.same_file(file_)) {  // replaced by another file of that name
-        again.close();
-        file_.close();
-        last_errno_ = EBADF;
-        return -1;
-    }
-    file_.close();  // forgets the number without closing what the program has there now
-    file_ = again;
-    fd = file_.raw();
-    // A block cut short by the close is not part of the trace.
-    if (ftruncate(fd, static_cast<off_t>(complete_size_)) != 0 ||
-        lseek(fd, static_cast<off_t>(complete_size_), SEEK_SET) < 0) {
+    if (lseek(fd, static_cast<off_t>(complete_size_), SEEK_SET) < 0) {
         last_errno_ = errno;
+        ::close(fd);
         return -1;
     }
     return fd;
@@ -80,17 +110,6 @@ bool TraceFile::open(const char* primary, Origin origin) {
         log_line("cannot write trace to %s: %s; the program runs untraced", primary, strerror(err));
         return false;
     }
-    format::FileHeader header{};
-    memcpy(header.magic, format::kMagic, sizeof header.magic);
-    header.version = format::kVersion;
-    header.flags = format::kFlagBlockChecksums;
-    complete_size_ = 0;
-    if (!write_all(file_.raw(), &header, sizeof header)) {
-        log_line("cannot write trace to %s: %s; the program runs untraced", path_, strerror(last_errno_));
-        close();
-        return false;
-    }
-    complete_size_ = sizeof header;
     return true;
 }
 
@@ -110,19 +129,26 @@ bool TraceFile::write_all(int fd, const void* data, size_t size) {
 }
 
 bool TraceFile::write_block(const uint8_t* records, size_t size) {
-    if (!file_.is_open() || size == 0) return file_.is_open();
-    int fd = usable_fd();
+    if (!open_ || size == 0) return open_;
+    // Compressed and checksummed first: the descriptor is open for the write alone.
+    format::BlockHeader header{};
+    const uint8_t* payload = encode_block(records, size, header);
+    int fd = open_to_append();
     if (fd < 0) return false;
-    if (write_block_parts(fd, records, size)) return true;
+    bool written = write_encoded(fd, header, payload);
     // The disk took part of the block (full, quota): cut the file back to the previous block
     // boundary, so what was written stays a readable trace ending at a whole block.
-    int saved = last_errno_;
-    if (ftruncate(fd, static_cast<off_t>(complete_size_)) == 0) lseek(fd, 0, SEEK_END);
-    last_errno_ = saved;
-    return false;
+    if (!written) {
+        int saved = last_errno_;
+        if (ftruncate(fd, static_cast<off_t>(complete_size_)) != 0) {}
+        last_errno_ = saved;
+    }
+    ::close(fd);
+    if (written) complete_size_ += sizeof header + header.stored_size;
+    return written;
 }
 
-bool TraceFile::write_block_parts(int fd, const uint8_t* records, size_t size) {
+const uint8_t* TraceFile::encode_block(const uint8_t* records, size_t size, format::BlockHeader& header) {
     if (!zstd_) zstd_ = ZSTD_createCCtx();
     size_t bound = ZSTD_compressBound(size);
     if (bound > compressed_capacity_) {
@@ -130,7 +156,6 @@ bool TraceFile::write_block_parts(int fd, const uint8_t* records, size_t size) {
         compressed_ = static_cast<uint8_t*>(malloc(bound + sizeof(format::BlockHeader)));
         compressed_capacity_ = compressed_ ? bound : 0;
     }
-    format::BlockHeader header{};
     header.magic = format::kBlockMagic;
     header.raw_size = static_cast<uint32_t>(size);
     const uint8_t* payload = records;
@@ -149,43 +174,32 @@ bool TraceFile::write_block_parts(int fd, const uint8_t* records, size_t size) {
     }
     header.stored_size = static_cast<uint32_t>(stored);
     header.checksum = format::crc32c_update(format::crc32c(&header, format::kChecksummedBytes), payload, stored);
+    if (payload != records) memcpy(compressed_, &header, sizeof header);
+    return payload;
+}
+
+bool TraceFile::write_encoded(int fd, const format::BlockHeader& header, const uint8_t* payload) {
+    size_t stored = header.stored_size;
     // Header and payload in one write() so a SIGKILL leaves no half block.
-    if (payload != records) {
-        memcpy(compressed_, &header, sizeof header);
-        if (!write_all(fd, compressed_, sizeof header + stored)) return false;
-        complete_size_ += sizeof header + stored;
-        return true;
-    }
-    iovec parts[2] = {{&header, sizeof header}, {const_cast<uint8_t*>(records), size}};
+    if (payload == compressed_ + sizeof header) return write_all(fd, compressed_, sizeof header + stored);
+    iovec parts[2] = {{const_cast<format::BlockHeader*>(&header), sizeof header}, {const_cast<uint8_t*>(payload), stored}};
     ssize_t n = writev(fd, parts, 2);
-    if (n == static_cast<ssize_t>(sizeof header + size)) {
-        complete_size_ += sizeof header + size;
-        return true;
-    }
+    if (n == static_cast<ssize_t>(sizeof header + stored)) return true;
     if (n < 0) {
         last_errno_ = errno;
         return false;
     }
     // A short write: finish it piece by piece.
     size_t done = static_cast<size_t>(n);
-    if (done < sizeof header && !write_all(fd, reinterpret_cast<uint8_t*>(&header) + done, sizeof header - done))
+    if (done < sizeof header &&
+        !write_all(fd, reinterpret_cast<const uint8_t*>(&header) + done, sizeof header - done))
         return false;
     size_t payload_done = done > sizeof header ? done - sizeof header : 0;
-    if (!write_all(fd, records + payload_done, size - payload_done)) return false;
-    complete_size_ += sizeof header + size;
-    return true;
+    return write_all(fd, payload + payload_done, stored - payload_done);
 }
-
-bool TraceFile::was_removed() const {
-    struct stat st;
-    int fd = file_.get();
-    return fd >= 0 && fstat(fd, &st) == 0 && st.st_nlink == 0;
-}
-
-void TraceFile::close() { file_.close(); }
 
 void TraceFile::abandon() {
-    close();
+    open_ = false;
     path_[0] = '\0';
 }
 

@@ -2,12 +2,18 @@
 // block goes out in one write so a process killed at any moment leaves whole blocks behind.
 // Called only by the writer (and by flushes at exec/exit) with the recursion guard held, so
 // zstd's and our own allocations are not traced.
+//
+// No descriptor stays open between blocks (preload/descriptors.h): each write opens the file
+// by its absolute path, checks that it is still the file created (device and inode), appends at
+// the end of the last whole block and closes it.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
 
-#include "preload/descriptors.h"
+#include "format/trace_format.h"
 
 namespace growtrace::preload {
 
@@ -19,30 +25,37 @@ public:
     // and returns false.
     enum class Origin { Started, Forked };
     bool open(const char* primary, Origin origin);
-    bool is_open() const { return file_.is_open(); }
+    bool is_open() const { return open_; }
     const char* path() const { return path_; }
 
-    // Writes one block of records (compressing it); false if the disk refused it.
+    // Writes one block of records (compressing it); false if the disk refused it, or the file
+    // is gone (was_removed() then says so).
     bool write_block(const uint8_t* records, size_t size);
-    // The file was deleted while we were writing to it.
-    bool was_removed() const;
-    void close();
-    // In a forked child: drop the parent's descriptor without touching the parent's file.
+    // The file was deleted (or replaced by another of that name) while we were writing to it.
+    bool was_removed() const { return removed_; }
+    void close() { open_ = false; }
+    // In a forked child: forget the parent's file without touching it.
     void abandon();
 
     int last_error() const { return last_errno_; }
 
 private:
     bool try_create(const char* path);
-    // The descriptor to write to, opened again if the program closed it; -1 if that failed.
-    int usable_fd();
+    // Opens the file to append a block; -1 if it is gone or cannot be opened.
+    int open_to_append();
     bool write_all(int fd, const void* data, size_t size);
-    bool write_block_parts(int fd, const uint8_t* records, size_t size);
+    // Fills `header` and returns the payload to store: the records, or their zstd frame (then
+    // right after a copy of the header in compressed_, for one write).
+    const uint8_t* encode_block(const uint8_t* records, size_t size, format::BlockHeader& header);
+    bool write_encoded(int fd, const format::BlockHeader& header, const uint8_t* payload);
 
-    OwnFd file_;
+    bool open_ = false;
+    bool removed_ = false;
+    dev_t dev_ = 0;
+    ino_t ino_ = 0;
     int last_errno_ = 0;
     uint64_t complete_size_ = 0;  // bytes of the header and of whole blocks on disk
-    char path_[4096] = {};
+    char path_[4096] = {};        // absolute: the program may change its directory
     void* zstd_ = nullptr;
     uint8_t* compressed_ = nullptr;
     size_t compressed_capacity_ = 0;

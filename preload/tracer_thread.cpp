@@ -49,19 +49,20 @@ int start_tracer_thread(void* (*body)(void*), void* arg) {
         }
     }
     if (!start) return EAGAIN;
+    // A new thread inherits the creating thread's mask: block everything around the create.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     start->body = body;
     start->arg = arg;
-    // A new thread inherits the creating thread's mask: block everything around the create.
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &start->creator_mask);
+    start->creator_mask = old;  // the slot is the new thread's from here: `old` restores ours
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t thread;
     int rc = pthread_create(&thread, &attr, run, start);
     pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &start->creator_mask, nullptr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     if (rc != 0) start->taken.store(false, std::memory_order_release);
     return rc;
 }

@@ -1,7 +1,15 @@
 #include "preload/unwinder.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
 
 #include "preload/descriptors.h"
 #include "preload/got_patcher.h"
@@ -9,6 +17,77 @@
 
 namespace growtrace::preload {
 namespace {
+
+// libunwind checks that an address can be read before it loads from it, by write()-ing one
+// byte from there into a pipe of its own (EFAULT: it cannot). That pipe would be two
+// descriptors in the program's table, to be seen, passed to children or closed (and then,
+// reopened under numbers the program uses, read from and written to). libunwind's calls that
+// make and use it (pipe2, read, close, syscall(SYS_write)) are redirected through its GOT to
+// these stand-ins: the "pipe" is two numbers no descriptor can have, and the check reads the
+// byte with process_vm_readv, which needs no descriptor. Where that system call is refused
+// (seccomp), a real pipe is made after all, out of the program's way.
+constexpr int kFakeRead = INT_MAX - 1;
+constexpr int kFakeWrite = INT_MAX;
+std::atomic<int> g_fallback_pipe[2] = {-1, -1};
+
+bool readable(const void* address) {
+    static std::atomic<bool> refused{false};
+    if (!refused.load(std::memory_order_relaxed)) {
+        char byte;
+        iovec local{&byte, 1};
+        iovec remote{const_cast<void*>(address), 1};
+        // By thread id: the process id names the main thread, whose memory is gone once it
+        // ended (pthread_exit) while others run. Not cached: a forked child has new ids.
+        auto self = static_cast<pid_t>(syscall(SYS_gettid));
+        if (process_vm_readv(self, &local, 1, &remote, 1, 0) == 1) return true;
+        if (errno != EPERM && errno != ENOSYS) return false;
+        refused.store(true, std::memory_order_relaxed);
+    }
+    if (g_fallback_pipe[1].load() < 0) {
+        int fds[2];
+        if (pipe2_out_of_the_way(fds, O_NONBLOCK) != 0) return false;
+        int expected = -1;
+        if (g_fallback_pipe[1].compare_exchange_strong(expected, fds[1])) g_fallback_pipe[0].store(fds[0]);
+        else close(fds[0]), close(fds[1]);
+    }
+    char drain[64];
+    while (read(g_fallback_pipe[0].load(), drain, sizeof drain) > 0) {}
+    return write(g_fallback_pipe[1].load(), address, 1) == 1;
+}
+
+int unwind_pipe2(int fds[2], int) {
+    fds[0] = kFakeRead;
+    fds[1] = kFakeWrite;
+    return 0;
+}
+
+ssize_t unwind_read(int fd, void* buffer, size_t size) {
+    if (fd != kFakeRead) return read(fd, buffer, size);
+    errno = EAGAIN;  // an empty pipe: what libunwind expects between checks
+    return -1;
+}
+
+int unwind_close(int fd) { return fd == kFakeRead || fd == kFakeWrite ? 0 : close(fd); }
+
+// libunwind calls syscall(SYS_write, fd, address, 1) for the check. Other system calls pass
+// through with six arguments, as many as the kernel takes.
+long unwind_syscall(long number, long a, long b, long c, long d, long e, long f) {
+    if (number != SYS_write || a != kFakeWrite) return syscall(number, a, b, c, d, e, f);
+    if (readable(reinterpret_cast<const void*>(b))) {
+        errno = 0;
+        return 1;
+    }
+    errno = EFAULT;
+    return -1;
+}
+
+void redirect_unwinder_descriptors(void* inside_libunwind) {
+    got_redirect_in_object(inside_libunwind, "pipe2", reinterpret_cast<void*>(&unwind_pipe2));
+    got_redirect_in_object(inside_libunwind, "read", reinterpret_cast<void*>(&unwind_read));
+    got_redirect_in_object(inside_libunwind, "close", reinterpret_cast<void*>(&unwind_close));
+    got_redirect_in_object(inside_libunwind, "syscall", reinterpret_cast<void*>(&unwind_syscall));
+}
+
 using BacktraceFn = int (*)(void**, int);
 using CachingPolicyFn = int (*)(void*, int);
 
@@ -45,10 +124,8 @@ bool unwinder_init() {
         log_line("libunwind.so.8 has no unw_backtrace; tracing disabled");
         return false;
     }
-    // libunwind checks addresses by writing them to a pipe of its own, which it creates when it
-    // initialises (below) and again whenever the program closed it: out of the program's way.
-    got_redirect_in_object(reinterpret_cast<void*>(g_backtrace), "pipe2",
-                           reinterpret_cast<void*>(&pipe2_out_of_the_way));
+    // Before libunwind initialises (below), when it makes its pipe.
+    redirect_unwinder_descriptors(reinterpret_cast<void*>(g_backtrace));
     // Per-thread caching keeps unwinding lock-free across threads (UNW_CACHE_PER_THREAD = 2).
     if (set_policy && address_space) set_policy(*address_space, 2);
     dl_iterate_phdr(find_self, reinterpret_cast<void*>(&unwinder_init));
@@ -59,7 +136,9 @@ bool unwinder_init() {
 // main_then_exiting (hooks.cpp), which runs the program's main, at the outermost.
 int capture_stack(uint64_t* ips, int max_frames) {
     void* raw[kMaxFrames + 8];
+    int saved_errno = errno;  // the program's, which a successful malloc leaves alone
     int n = g_backtrace(raw, kMaxFrames + 8);
+    errno = saved_errno;
     int count = 0;
     for (int i = 0; i < n && count < max_frames; ++i) {
         auto ip = reinterpret_cast<uintptr_t>(raw[i]);

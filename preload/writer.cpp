@@ -6,7 +6,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -20,6 +19,7 @@
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
 #include "preload/sampler.h"
+#include "preload/start_order.h"
 #include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
 #include "preload/tracer_thread.h"
@@ -52,10 +52,15 @@ std::atomic<bool> g_scan_requested{false};
 
 TraceFile* g_file = nullptr;
 unsigned g_tick_ms = 100;
-// /proc/self/stat: the RSS of the time marks, and whether the program's threads have all ended.
-constinit OwnFd g_stat;
-// How often the writer looks whether the program ended, whatever the tick.
+// How often the writer reads /proc/self/stat: for the RSS of its time marks and to see whether
+// the program's threads have all ended, once a second; every kWatchMs (whatever the tick) once
+// the main thread has ended, the only way all can end without exit(). Each read opens the file
+// for a moment (preload/descriptors.h): rarely, then.
 constexpr unsigned kWatchMs = 100;
+constexpr uint64_t kStatPeriodNs = 1000000000u;
+std::atomic<bool> g_main_thread_ended{false};
+uint64_t g_stat_read_ns = 0;  // when it was last read (writer thread)
+uint64_t g_rss_bytes = 0;     // as it said then
 
 constinit TraceCompactor g_compactor;
 std::atomic<uint64_t> g_exit_ticks{0};  // writer_note_exit
@@ -74,24 +79,32 @@ bool reserve(uint8_t*& data, size_t& capacity, size_t needed) {
     return true;
 }
 
-// The program may have closed our descriptor: open it again (it is out of its way).
+// /proc/self/stat: the RSS of the time marks, and whether the program's threads have all
+// ended. Opened for each read: no descriptor of ours stays in the program's table.
 bool read_stat(ProcessStat& stat) {
-    if (g_stat.get() < 0) {
-        g_stat.close();
-        if (!g_stat.open("/proc/self/stat", O_RDONLY)) return false;
-    }
-    return read_process_stat(g_stat.raw(), stat);
+    int fd = open_for_tracer("/proc/self/stat", O_RDONLY);
+    if (fd < 0) return false;
+    bool read = read_process_stat(fd, stat);
+    close(fd);
+    return read;
+}
+
+// Reads /proc/self/stat if it is due; true when the program's threads have all ended.
+bool program_ended() {
+    uint64_t now = monotonic_ns();
+    if (g_stat_read_ns && now - g_stat_read_ns < kStatPeriodNs && !g_main_thread_ended.load(std::memory_order_relaxed))
+        return false;
+    g_stat_read_ns = now;
+    ProcessStat stat;
+    if (!read_stat(stat)) return false;
+    // A main thread that ended has no memory of its own to count: keep the last figure.
+    if (stat.rss_pages) g_rss_bytes = stat.rss_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    return program_has_ended(stat);
 }
 
 uint64_t read_rss_bytes() {
-    ProcessStat stat;
-    if (!read_stat(stat)) return 0;
-    return stat.rss_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
-bool program_ended() {
-    ProcessStat stat;
-    return read_stat(stat) && program_has_ended(stat);
+    if (!g_stat_read_ns) program_ended();
+    return g_rss_bytes;
 }
 
 timespec after_ms(unsigned ms) {
@@ -115,7 +128,8 @@ void write_block_now() {
     if (!g_file->write_block(g_block, g_block_used)) {
         g_write_failed = true;
         char why[4200];
-        snprintf(why, sizeof why, "cannot write trace to %s: %s", g_file->path(), strerror(g_file->last_error()));
+        if (g_file->was_removed()) snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
+        else snprintf(why, sizeof why, "cannot write trace to %s: %s", g_file->path(), strerror(g_file->last_error()));
         recorder_fail(why);
     }
     g_block_used = 0;
@@ -147,20 +161,15 @@ void append_buffer(Buffer* buffer) {
     pool_put(buffer);
 }
 
-// Buffers collected in one cycle, to be written in the order they were started.
-Buffer* g_collected[4096];
-size_t g_collected_count = 0;
+// The buffers collected in one cycle (any number of them).
+constinit StartOrder<Buffer> g_collected;
 
-void collect(Buffer* buffer) {
-    if (g_collected_count < sizeof g_collected / sizeof g_collected[0]) g_collected[g_collected_count++] = buffer;
-    else append_buffer(buffer);
-}
+void collect(Buffer* buffer) { g_collected.add(buffer); }
 
 // Each thread's runs must reach the compactor in the order the thread wrote them. Taking the
 // current buffers first and the full queue second collects, for every thread, a contiguous
-// series of its buffers; sorting by start order restores it.
+// series of its buffers; putting them in start order restores it.
 void write_thread_runs() {
-    g_collected_count = 0;
     recorder_collect_thread_buffers(collect);
     g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     for (Buffer* b = pool_take_full(); b;) {
@@ -168,8 +177,7 @@ void write_thread_runs() {
         collect(b);
         b = next;
     }
-    std::sort(g_collected, g_collected + g_collected_count, [](const Buffer* a, const Buffer* b) { return a->seq < b->seq; });
-    for (size_t i = 0; i < g_collected_count; ++i) append_buffer(g_collected[i]);
+    g_collected.drain(append_buffer);
     g_compactor.end_cycle();
 }
 
@@ -207,12 +215,6 @@ void cycle(bool final, bool write) {
             write_block_now();
             g_last_block_ns = now;
         }
-        if (!g_write_failed && g_file->was_removed()) {
-            g_write_failed = true;
-            char why[4200];
-            snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
-            recorder_fail(why);
-        }
         if (final || g_write_failed) g_file->close();
     }
     pthread_mutex_unlock(&g_cycle_mutex);
@@ -247,7 +249,6 @@ void* writer_main(void*) {
 }
 
 bool spawn_thread() {
-    g_stat.open("/proc/self/stat", O_RDONLY);
     int rc = start_tracer_thread(writer_main, nullptr);
     if (rc != 0) log_line("cannot start the writer thread: %s; tracing disabled", strerror(rc));
     return rc == 0;
@@ -280,16 +281,19 @@ void writer_request_module_scan() {
 
 void writer_wake() { pthread_cond_signal(&g_wake_cond); }
 
+void writer_note_main_thread_ended() { g_main_thread_ended.store(true); }
+
+// The writer thread is told to stop only after the final cycle: once it is gone the trace is
+// complete (`growtrace detach` waits for that). A cycle it runs meanwhile finds the file closed.
 void writer_flush(bool final) {
     RecursionGuard guard;
-    if (final) {
-        pthread_mutex_lock(&g_wake_mutex);
-        g_stop = true;
-        pthread_cond_signal(&g_wake_cond);
-        pthread_mutex_unlock(&g_wake_mutex);
-    }
     cycle(final, true);
-    if (final) pool_stop_waiting();
+    if (!final) return;
+    pthread_mutex_lock(&g_wake_mutex);
+    g_stop = true;
+    pthread_cond_signal(&g_wake_cond);
+    pthread_mutex_unlock(&g_wake_mutex);
+    pool_stop_waiting();
 }
 
 void writer_prepare_fork() {
@@ -316,8 +320,9 @@ void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_m
     pthread_mutex_init(&g_wake_mutex, nullptr);
     pthread_cond_init(&g_wake_cond, nullptr);
     g_wake = g_stop = false;
-    g_stat.close();  // the parent's
     tracer_threads_forget_after_fork();
+    g_main_thread_ended.store(false);
+    g_stat_read_ns = 0;
     g_file = file;
     g_tick_ms = tick_ms;
     if (keep_tracing) spawn_thread();
@@ -336,7 +341,7 @@ void writer_reset_for_attach() {
     pthread_mutex_lock(&g_wake_mutex);
     g_wake = g_stop = false;
     pthread_mutex_unlock(&g_wake_mutex);
-    g_stat.close();
+    g_stat_read_ns = 0;
     pool_resume_waiting();
 }
 

@@ -26,6 +26,10 @@ void writer_request_module_scan();
 // Wake the writer early: many full buffers are waiting.
 void writer_wake();
 
+// The main thread is ending while others may run (pthread_exit, or the forking thread of a
+// forked child returning): the writer now watches for the end of the program's last thread.
+void writer_note_main_thread_ended();
+
 // Gather and write everything now, from the calling thread. `final` adds the End record and
 // closes the file. Safe to call from any thread; serialised with the writer thread.
 void writer_flush(bool final);

@@ -9,7 +9,6 @@
 // attach stays in the foreground until --duration elapses, Ctrl-C / SIGTERM, the process exits
 // or someone runs `growtrace detach PID`; with --no-wait it returns once tracing started.
 #include <CLI/CLI.hpp>
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <poll.h>
@@ -167,7 +166,7 @@ std::optional<std::string> check_target(int pid, bool attaching) {
 // and a call interrupted all the same (a crash inside it, or our interrupt at the time limit)
 // is unwound, so the thread never resumes inside a half-made call with gdb's return address.
 constexpr int kWaitSeconds = 15;
-constexpr const char* kGdbScript = R"(
+constexpr const char* kGdbScript = R"gdb(
 import gdb, os, signal, threading, time
 def _gt_say(*words):
     print("growtrace-" + " ".join(str(w).replace("\n", " ") for w in words), flush=True)
@@ -217,7 +216,11 @@ def _gt_call(name, expressions, required):
     for expression in expressions:
         _gt_say("calling", name)
         try:
-            value = int(gdb.parse_and_eval(expression))
+            value = gdb.parse_and_eval(expression)
+            if expression.startswith("(char*)"):
+                _gt_say("text", name, value.string())
+                return True
+            value = int(value)
         except gdb.error as e:
             if "No symbol" in str(e) and expression is not expressions[-1]:
                 continue
@@ -230,10 +233,11 @@ if _gt_select(time.monotonic() + GT_WAIT_SECONDS):
     for _gt_name, _gt_expressions, _gt_required in GT_CALLS:
         if not _gt_call(_gt_name, _gt_expressions, _gt_required):
             break
-)";
+)gdb";
 
 // A call for the script: its name, the expressions to try in turn (the next one only when gdb
 // does not know a symbol of the previous), and whether a 0 result stops the calls after it.
+// An expression cast to (char*) gives text, read from the process.
 struct GdbCall {
     std::string name;
     std::vector<std::string> expressions;
@@ -273,6 +277,7 @@ struct GdbResult {
     bool killed = false;       // and did not detach on its own within kGdbGraceSeconds
     std::string output;        // stdout and stderr
     std::map<std::string, long> results;  // call name -> value
+    std::map<std::string, std::string> texts;  // call name -> string, for "(char*)" calls
     std::string failed_call, failure;     // the call gdb refused or that failed, and why
     std::string calling;       // the last call started
     int waits = 0;             // times the program was let run out of its allocator
@@ -333,6 +338,9 @@ GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string&
             long value = 0;
             words >> name >> value;
             result.results[name] = value;
+        } else if (tag == "growtrace-text") {
+            words >> name;
+            std::getline(words.ignore(1), result.texts[name]);
         } else if (tag == "growtrace-failed") {
             words >> result.failed_call;
             std::getline(words >> std::ws, result.failure);
@@ -423,21 +431,13 @@ std::string c_string_literal(const std::string& s) {
     return out + "\"";
 }
 
-// The trace files the process has open (there is one while it is attached).
-std::vector<std::string> open_traces(int pid) {
-    std::vector<std::string> traces;
-    std::string dir = fmt::format("/proc/{}/fd", pid);
-    DIR* d = opendir(dir.c_str());
-    if (!d) return traces;
-    while (dirent* e = readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        std::error_code ec;
-        fs::path target = fs::read_symlink(dir + "/" + e->d_name, ec);
-        std::string t = target.string();
-        if (!ec && t.size() > 7 && t.compare(t.size() - 7, 7, ".gtrace") == 0) traces.push_back(t);
-    }
-    closedir(d);
-    return traces;
+// Whether the tracer's writer thread ("growtrace-wr") runs in the process: from the start of
+// an attach until its trace is complete. (The tracer keeps no descriptor open to look for.)
+bool tracer_writing(int pid) {
+    std::error_code ec;
+    for (fs::directory_iterator it(fmt::format("/proc/{}/task", pid), ec), end; !ec && it != end; it.increment(ec))
+        if (read_text((it->path() / "comm").string()) == "growtrace-wr\n") return true;
+    return false;
 }
 
 std::string describe_start_failure(long rc, int pid) {
@@ -485,13 +485,18 @@ std::variant<Started, std::string> inject(int pid, const std::string& library, c
     return fmt::format("could not load the tracer into process {}: {}", pid, complaint.empty() ? "gdb failed" : complaint);
 }
 
-// Stops tracing. Returns the number of restored call sites, or an error.
-std::variant<long, std::string> stop(int pid) {
-    GdbResult r = run_gdb(pid, {{"stop", {"(int)growtrace_attach_stop()"}, false}}, "stopping the tracer");
+// Stops tracing. Returns the number of restored call sites and the trace, or an error.
+struct Stopped {
+    long sites = 0;
+    std::string trace;
+};
+std::variant<Stopped, std::string> stop(int pid) {
+    GdbResult r = run_gdb(pid, {{"trace", {"(char*)growtrace_attach_output()"}, false}, {"stop", {"(int)growtrace_attach_stop()"}, false}},
+                          "stopping the tracer");
     if (std::string trouble = gdb_trouble(r, pid); !trouble.empty()) return trouble;
     if (r.results.contains("stop")) {
         if (r.results["stop"] < 0) return fmt::format("process {} is not attached (nothing to detach)", pid);
-        return r.results["stop"];
+        return Stopped{r.results["stop"], r.texts["trace"]};
     }
     if (r.failure.find("No symbol") != std::string::npos)
         return fmt::format("growtrace was never attached to process {} (its library is not loaded)", pid);
@@ -499,15 +504,11 @@ std::variant<long, std::string> stop(int pid) {
 }
 
 // A CPython target ends its trace from a thread of the tracer once that thread has the GIL
-// (the agent is undone first): wait for the file to be closed.
-bool wait_until_closed(int pid, const std::vector<std::string>& traces) {
+// (the agent is undone first): wait for the trace to be complete.
+bool wait_until_closed(int pid) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kCloseTimeoutSeconds);
     for (;;) {
-        if (!process_exists(pid)) return true;
-        std::vector<std::string> open = open_traces(pid);
-        bool any = false;
-        for (const std::string& t : traces) any |= std::find(open.begin(), open.end(), t) != open.end();
-        if (!any) return true;
+        if (!process_exists(pid) || !tracer_writing(pid)) return true;
         if (std::chrono::steady_clock::now() >= deadline) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -589,7 +590,7 @@ int run_attach(const AttachOptions& o) {
             note(fmt::format("process {} exited; its trace is {}", o.pid, output));
             return 0;
         }
-        if (++polls % 10 == 0 && open_traces(o.pid).empty()) {
+        if (++polls % 10 == 0 && !tracer_writing(o.pid)) {
             note(fmt::format("process {} was detached elsewhere; its trace is {}", o.pid, output));
             return 0;
         }
@@ -604,7 +605,7 @@ int run_attach(const AttachOptions& o) {
         }
         return error(*why);
     }
-    if (!wait_until_closed(o.pid, {output}))
+    if (!wait_until_closed(o.pid))
         note(fmt::format("process {} has not handed over its GIL for {} s: the trace ends when it next runs Python "
                          "code", o.pid, kCloseTimeoutSeconds));
     double detach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
@@ -614,18 +615,18 @@ int run_attach(const AttachOptions& o) {
 
 int run_detach(int pid) {
     if (auto problem = check_target(pid, false)) return error(*problem);
-    std::vector<std::string> traces = open_traces(pid);
     auto t0 = std::chrono::steady_clock::now();
     auto stopped = stop(pid);
     if (auto* why = std::get_if<std::string>(&stopped)) return error(*why);
-    if (!wait_until_closed(pid, traces))
+    const std::string trace = std::get<Stopped>(stopped).trace;
+    if (!wait_until_closed(pid))
         note(fmt::format("process {} has not handed over its GIL for {} s: the trace ends when it next runs Python "
                          "code", pid, kCloseTimeoutSeconds));
     double detach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (traces.empty()) note(fmt::format("detached from process {} in {:.1f} s", pid, detach_s));
+    if (trace.empty()) note(fmt::format("detached from process {} in {:.1f} s", pid, detach_s));
     else
         note(fmt::format("detached from process {} in {:.1f} s; analyse with: growtrace analyze {}", pid, detach_s,
-                         traces.front()));
+                         trace));
     return 0;
 }
 

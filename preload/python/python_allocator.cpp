@@ -1,7 +1,10 @@
 #include "preload/python/python_allocator.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "preload/python/python_frames.h"
 #include "preload/recorder.h"
@@ -18,11 +21,63 @@ std::atomic<bool> g_allowed{true};
 
 MemAllocator& original(void* ctx) { return *static_cast<MemAllocator*>(ctx); }
 
+bool ours(const MemAllocator& a, int domain);
+
+// sys._debugmallocstats() prints pymalloc's statistics only while pymalloc's own functions
+// are the object domain's allocator (_PyMem_PymallocEnabled compares the pointers), which our
+// hooks hide: traced, it printed none. Its entry in CPython's method table of `sys` (writable
+// data, shared by every sys module of the process) is pointed at a stand-in that puts the
+// original allocators back for the call. The function keeps its type, name, doc and
+// signature; nothing of Python's is made.
+std::atomic<Object* (*)(Object*, Object*)> g_debug_malloc_stats{nullptr};
+std::atomic<bool> g_route_pending{false};
+
+// Called as sys._debugmallocstats, so with the GIL held (PyMem_SetAllocator needs it for
+// these domains), which CPython's function keeps: no other thread allocates meanwhile.
+Object* debug_malloc_stats_untraced(Object* self, Object* args) {
+    const CApi& api = interpreter().api;
+    MemAllocator current[2];
+    bool swapped[2] = {};
+    for (int i = 0; i < 2; ++i) {
+        api.get_allocator(kDomains[i], &current[i]);
+        swapped[i] = ours(current[i], i);
+        if (swapped[i]) api.set_allocator(kDomains[i], &g_original[i]);
+    }
+    Object* result = g_debug_malloc_stats.load(std::memory_order_relaxed)(self, args);
+    for (int i = 0; i < 2; ++i)
+        if (swapped[i]) api.set_allocator(kDomains[i], &current[i]);
+    return result;
+}
+
+// Once, from the first hooked allocation outside the tracer with a Python frame running (the
+// GIL held, as the domains require): looking `sys` up makes a string, which must not happen
+// inside the allocators, where the hooks are installed.
+void route_debug_malloc_stats() {
+    RecursionGuard guard;
+    FrameRef probe;
+    if (!interpreter().api.is_initialized() || interpreter().api.is_finalizing() || capture(&probe, 1) == 0) return;
+    g_route_pending.store(false, std::memory_order_relaxed);
+    const CApi& api = interpreter().api;
+    Object* function = api.sys_get("_debugmallocstats");
+    if (!function || type_of(function) != api.cfunction_type) return;
+    auto* entry = field<MethodDef*>(function, layout().cfunction_method);
+    if (!entry || entry->flags != kMethNoArgs || !entry->name || strcmp(entry->name, "_debugmallocstats") != 0) return;
+    if (entry->function == debug_malloc_stats_untraced) return;  // an earlier trace of this process did
+    g_debug_malloc_stats.store(entry->function, std::memory_order_relaxed);
+    // Through the kernel: a table in read-only memory is left alone instead of faulting.
+    Object* (*stand_in)(Object*, Object*) = debug_malloc_stats_untraced;
+    iovec local = {&stand_in, sizeof stand_in};
+    iovec remote = {&entry->function, sizeof entry->function};
+    process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
+}
+
 // The original allocator may itself call malloc (pymalloc does for large blocks): the guard
 // keeps that inner call from being recorded a second time.
 // Sampled mode: `sample` counts the bytes once and decides (preload/sampler.h).
 void* hooked_malloc(void* ctx, size_t size) {
     MemAllocator& o = original(ctx);
+    if (g_route_pending.load(std::memory_order_relaxed) && !t_in_tracer) [[unlikely]]
+        route_debug_malloc_stats();
     PythonAllocationSample sample(size);
     if (!sample || t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
     RecursionGuard guard;
@@ -47,9 +102,15 @@ void* hooked_realloc(void* ctx, void* ptr, size_t size) {
     if ((!sample && !(ptr && sample_maybe_live(ptr))) || t_in_tracer || !tracer_active())
         return o.realloc(o.ctx, ptr, size);
     RecursionGuard guard;
-    if (ptr) record_free(ptr);
+    FreeBeforeResize old(ptr);  // before the call: the address may be reused at once
     void* p = o.realloc(o.ctx, ptr, size);
-    if (p && sample) record_python_alloc(p, size);
+    if (p) {
+        if (sample) record_python_alloc(p, size);
+    } else if (ptr && !old.take_back()) {
+        // A failed PyMem_Realloc never frees the old block (not even for size 0), but its
+        // size is the allocator's secret: recorded alive again, without bytes.
+        record_python_alloc(ptr, 0);
+    }
     return p;
 }
 
@@ -63,6 +124,8 @@ void hooked_free(void* ctx, void* ptr) {
     }
     o.free(o.ctx, ptr);
 }
+
+bool ours(const MemAllocator& a, int domain) { return a.malloc == hooked_malloc && a.ctx == &g_original[domain]; }
 
 }  // namespace
 
@@ -81,6 +144,7 @@ bool install_allocator_hooks() {
         api.set_allocator(kDomains[i], &hooks);
     }
     g_installed.store(true, std::memory_order_relaxed);
+    if (!g_debug_malloc_stats.load(std::memory_order_relaxed)) g_route_pending.store(true, std::memory_order_relaxed);
     return true;
 }
 
@@ -90,7 +154,7 @@ void uninstall_allocator_hooks() {
     for (int i = 0; i < 2; ++i) {
         MemAllocator current;
         api.get_allocator(kDomains[i], &current);
-        if (current.malloc == hooked_malloc && current.ctx == &g_original[i]) api.set_allocator(kDomains[i], &g_original[i]);
+        if (ours(current, i)) api.set_allocator(kDomains[i], &g_original[i]);
     }
     g_installed.store(false, std::memory_order_relaxed);
 }

@@ -30,10 +30,11 @@
 //                                only a signal ends the process
 //   fork-from-thread             a second thread forks; the child allocates (child_keep) and
 //                                returns from that thread, which ends it with status 0
-//   fd-status                    prints the descriptors 0..255 that are open (fstat), like
-//                                CPython's test.support fd_status.py
+//   fd-status                    prints the open descriptors found by fstat up to the limit
+//                                (like CPython's test fd_status.py) and those in /proc/self/fd
 //   pass-fds SELF                opens two descriptors and a pipe, then a child redirects its
 //                                output to the pipe and execs SELF fd-status; prints its line
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 
@@ -246,6 +248,31 @@ int mode_realloc(int steps) {
     for (int i = steps % kCount; i != 0 && i < kCount; ++i) p = realloc_chain(p, kSizes[i]);
     g_sink = p;
     printf("realloc: %d steps, %d lost contents\n", steps, lost);
+    return 0;
+}
+
+// --- realloc and reallocarray that fail: the blocks live on, whole ---
+__attribute__((noinline)) unsigned char* failed_realloc_keep(size_t size) {
+    auto* p = static_cast<unsigned char*>(malloc(size));
+    if (!p) die("malloc");
+    memset(p, 7, size);
+    return p;
+}
+
+int mode_failed_realloc(int count) {
+    static unsigned char* kept[1000];
+    if (count > 1000) count = 1000;
+    int failed = 0;
+    for (int i = 0; i < count; ++i) {
+        kept[i] = failed_realloc_keep(40000);
+        // A petabyte: no allocator gives that.
+        void* grown = i % 2 ? realloc(kept[i], size_t(1) << 50) : reallocarray(kept[i], size_t(1) << 40, 1024);
+        if (grown) kept[i] = static_cast<unsigned char*>(grown);
+        else ++failed;
+    }
+    long whole = 0;
+    for (int i = 0; i < count; ++i) whole += kept[i][0] == 7 && kept[i][39999] == 7;
+    printf("failed-realloc: %d of %d failed, %ld blocks whole\n", failed, count, whole);
     return 0;
 }
 
@@ -450,11 +477,24 @@ int mode_fork_from_thread() {
 // --- descriptors a program can see ---
 int mode_fd_status() {
     long max = sysconf(_SC_OPEN_MAX);
-    if (max < 0 || max > 256) max = 256;
+    if (max < 0 || max > (1 << 20)) max = 1 << 20;
     const char* separator = "";
     for (int fd = 0; fd < max; ++fd) {
         struct stat st;
         if (fstat(fd, &st) != 0) continue;
+        printf("%s%d", separator, fd);
+        separator = ",";
+    }
+    printf("\n");
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir) die("opendir");
+    std::vector<int> listed;
+    while (dirent* entry = readdir(dir))
+        if (entry->d_name[0] != '.' && atoi(entry->d_name) != dirfd(dir)) listed.push_back(atoi(entry->d_name));
+    closedir(dir);
+    std::sort(listed.begin(), listed.end());
+    separator = "";
+    for (int fd : listed) {
         printf("%s%d", separator, fd);
         separator = ",";
     }
@@ -505,6 +545,7 @@ int main(int argc, char** argv) {
     if (!strcmp(mode, "exec-child")) return mode_exec_child();
     if (!strcmp(mode, "signal")) return mode_signal(int(arg(2, 1000)));
     if (!strcmp(mode, "realloc")) return mode_realloc(int(arg(2, 1000)));
+    if (!strcmp(mode, "failed-realloc")) return mode_failed_realloc(int(arg(2, 200)));
     if (!strcmp(mode, "memalign")) return mode_memalign();
     if (!strcmp(mode, "exit-thread")) return mode_exit_thread();
     if (!strcmp(mode, "kill")) return mode_kill();

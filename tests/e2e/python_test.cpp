@@ -10,11 +10,14 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "e2e_support.h"
+#include "report_view.h"
 
 namespace growtrace::e2e {
 namespace {
@@ -434,6 +437,65 @@ TEST_P(PythonVersions, CodeCompiledAtRunTimeIsFreedAsUntraced) {
     ProcessResult traced = trace_program(dir, dir / "code.gtrace", program);
     EXPECT_NE(untraced.out.find("code_objects=3000 alive=0"), std::string::npos) << untraced.out;
     EXPECT_EQ(traced.out, untraced.out) << "the same code objects are alive after gc.collect()";
+}
+
+// A PyMem/PyObject_Realloc that fails leaves its block alive, and so does the trace: the
+// bytearrays of failed_realloc.py (one in pymalloc's pools, one it passes to malloc) are all
+// alive at the end, each line holding its object and its buffer.
+TEST_P(PythonVersions, FailedReallocLeavesTheBlockAlive) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    ScratchDir dir;
+    constexpr unsigned kRounds = 400;
+    json report = trace_python(dir, py.python, {kPrograms + "failed_realloc.py", "--rounds", std::to_string(kRounds)});
+    Report view(report);
+    for (auto [mark, buffer] : {std::pair{"small_block", 300u + 1}, std::pair{"large_block", 3000u + 1}}) {
+        auto site = view.stack_at("main", "failed_realloc.py", python_mark("failed_realloc.py", mark));
+        ASSERT_TRUE(site) << mark << ": " << view.summary();
+        EXPECT_EQ(site->live_count, 2u * kRounds) << mark << ": every bytearray and its buffer live on";
+        EXPECT_GE(site->live_bytes, uint64_t(kRounds) * buffer) << mark;
+    }
+}
+
+// The shape of sys._debugmallocstats()'s report: its distinct lines with every number (and
+// the spaces that align them) taken out, the rows of pymalloc's size-class table as one
+// line. The figures, and which size classes are in use, depend on what the process did.
+std::set<std::string> debug_malloc_stats_shape(const std::string& err) {
+    static const std::regex row(R"(\s*\d+\s+\d+\s+\d+\s+\d+\s+\d+\s*)");
+    static const std::regex numbers(R"([\d,]+)");
+    static const std::regex spaces(R"(\s+)");
+    std::set<std::string> shape;
+    std::istringstream lines(err);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.starts_with("growtrace: ")) continue;
+        if (std::regex_match(line, row)) line = "<size class>";
+        shape.insert(std::regex_replace(std::regex_replace(line, numbers, "#"), spaces, " "));
+    }
+    return shape;
+}
+
+// CPython's test_sys.test_debugmallocstats: sys._debugmallocstats() prints pymalloc's
+// statistics only while pymalloc is the object allocator, which the tracer's PEP 445 hooks
+// wrap; traced, it must print the same report as untraced, and still take no argument. Run
+// isolated (-I) as CPython's test does, so without the agent, which starts from PYTHONPATH.
+TEST_P(PythonVersions, DebugMallocStatsPrintsAsUntraced) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    ScratchDir dir;
+    std::vector<std::string> program = {
+        py.python, "-I", "-c",
+        "import sys\nsys._debugmallocstats()\ntry:\n    sys._debugmallocstats(True)\nexcept TypeError:\n"
+        "    print('no argument')\n"};
+    ProcessResult untraced = run_process(program, {.cwd = dir.path().string()});
+    ASSERT_EQ(untraced.exit_code, 0) << untraced.err;
+    ASSERT_NE(untraced.err.find("Small block threshold"), std::string::npos) << "pymalloc's report: " << untraced.err;
+    ProcessResult traced = trace_program(dir, dir / "stats.gtrace", program);
+    EXPECT_EQ(traced.out, untraced.out);
+    EXPECT_EQ(debug_malloc_stats_shape(traced.err), debug_malloc_stats_shape(untraced.err))
+        << "traced:\n" << traced.err << "\nuntraced:\n" << untraced.err;
+    EXPECT_TRUE(debug_malloc_stats_shape(traced.err).count("<size class>")) << traced.err;
+    json report = analyze_json(dir, dir / "stats.gtrace");
+    EXPECT_GT(report["totals"]["allocations"].get<uint64_t>(), 1000u) << "the objects were traced all the same";
 }
 
 // An interpreter growtrace does not read (here pyenv's 3.9, when installed): one line saying so

@@ -60,6 +60,29 @@ void expect_same_behaviour(const ProcessResult& plain, const ProcessResult& with
     }
 }
 
+// gt_stress `args`, untraced and traced (to a trace named after the mode): the same behaviour,
+// and (when given) this stdout. Returns the traced run's analysis.
+Report same_both_ways(const ScratchDir& dir, const std::vector<std::string>& args, const char* out = nullptr) {
+    std::string trace = dir / (args[0] + ".gtrace");
+    ProcessResult plain = untraced(args);
+    ProcessResult r = traced(dir, trace, args);
+    expect_same_behaviour(plain, r, true);
+    if (out) {
+        EXPECT_EQ(r.out, out);
+    }
+    return Report(analyze_json(dir, trace));
+}
+
+// The exact figures of the stacks through `function`.
+void expect_site(const Report& report, const std::string& function, uint64_t allocations, uint64_t live_count,
+                 uint64_t live_bytes) {
+    auto site = report.stack_in(function);
+    ASSERT_TRUE(site) << function << ": " << report.summary();
+    EXPECT_EQ(site->allocations, allocations) << function;
+    EXPECT_EQ(site->live_count, live_count) << function;
+    EXPECT_EQ(site->live_bytes, live_bytes) << function;
+}
+
 std::vector<std::string> tracer_lines(const std::string& err) {
     std::vector<std::string> lines;
     size_t begin = 0;
@@ -112,17 +135,8 @@ private:
 
 TEST(Stress, ManyShortLivedThreads) {
     ScratchDir dir;
-    std::string trace = dir / "threads.gtrace";
-    ProcessResult plain = untraced({"threads", "20", "8"});
-    ProcessResult r = traced(dir, trace, {"threads", "20", "8"});
-    expect_same_behaviour(plain, r, true);
-    EXPECT_EQ(r.out, "threads: 160 threads kept one block each\n");
-    Report report(analyze_json(dir, trace));
-    auto site = report.stack_in("thread_keep");
-    ASSERT_TRUE(site) << report.summary();
-    EXPECT_EQ(site->allocations, 160u);
-    EXPECT_EQ(site->live_count, 160u);
-    EXPECT_EQ(site->live_bytes, 160u * 1000u);
+    Report report = same_both_ways(dir, {"threads", "20", "8"}, "threads: 160 threads kept one block each\n");
+    expect_site(report, "thread_keep", 160, 160, 160u * 1000u);
 }
 
 TEST(Stress, ForkWhileOtherThreadsAllocate) {
@@ -190,32 +204,27 @@ TEST(Stress, AllocationInSignalHandler) {
 
 TEST(Stress, ReallocChainIsExact) {
     ScratchDir dir;
-    std::string trace = dir / "realloc.gtrace";
-    ProcessResult plain = untraced({"realloc", "1000"});
-    ProcessResult r = traced(dir, trace, {"realloc", "1000"});
-    expect_same_behaviour(plain, r, true);
-    Report report(analyze_json(dir, trace));
-    auto site = report.stack_in("realloc_chain");
-    ASSERT_TRUE(site) << report.summary();
-    EXPECT_EQ(site->allocations, 1000u);  // realloc(NULL) first, then 999 moves, grows and shrinks
-    EXPECT_EQ(site->live_count, 1u);
-    EXPECT_EQ(site->live_bytes, 150000u);
+    Report report = same_both_ways(dir, {"realloc", "1000"});
+    // realloc(NULL) first, then 999 moves, grows and shrinks
+    expect_site(report, "realloc_chain", 1000, 1, 150000);
+}
+
+// A realloc or reallocarray that fails leaves its block as it was, and so does the trace: each
+// block is alive at the end with its size and the stack that made it.
+TEST(Stress, FailedReallocLeavesTheBlockAsItWas) {
+    ScratchDir dir;
+    Report report =
+        same_both_ways(dir, {"failed-realloc", "200"}, "failed-realloc: 200 of 200 failed, 200 blocks whole\n");
+    expect_site(report, "failed_realloc_keep", 200, 200, 200u * 40000u);
+    // Nothing recorded again at the failed calls' stacks (which pass through this one too).
+    EXPECT_EQ(report.live_bytes_in("mode_failed_realloc"), 200u * 40000u) << report.summary();
 }
 
 TEST(Stress, PosixMemalignLargeAlignmentsAreExact) {
     ScratchDir dir;
-    std::string trace = dir / "memalign.gtrace";
-    ProcessResult plain = untraced({"memalign"});
-    ProcessResult r = traced(dir, trace, {"memalign"});
-    expect_same_behaviour(plain, r, true);
-    EXPECT_EQ(r.out, "memalign: 18 aligned blocks kept, alignment 24 gives EINVAL\n");
-    Report report(analyze_json(dir, trace));
-    auto site = report.stack_in("aligned_keep");
-    ASSERT_TRUE(site) << report.summary();
+    Report report = same_both_ways(dir, {"memalign"}, "memalign: 18 aligned blocks kept, alignment 24 gives EINVAL\n");
     // Alignments 2^4 .. 2^21, sizes 10000 + log2(alignment): the requested sizes, not padding.
-    EXPECT_EQ(site->allocations, 18u);
-    EXPECT_EQ(site->live_count, 18u);
-    EXPECT_EQ(site->live_bytes, 18u * 10000u + (4u + 21u) * 18u / 2u);
+    expect_site(report, "aligned_keep", 18, 18, 18u * 10000u + (4u + 21u) * 18u / 2u);
 }
 
 TEST(Stress, ExitFromThreadWhileOthersAllocate) {

@@ -326,6 +326,8 @@ namespace {
 // A list cut short says so: "not findings" names three caches and counts the rest.
 TEST(TextReport, NotFindingCachesBeyondThreeAreCounted) {
     AnalysisResult r;
+    r.pid = 7;
+    r.command = "python app.py";
     for (const char* name : {"a.one", "a.two", "a.three", "a.four", "a.five"}) {
         CacheReport c;
         c.cache.name = name;

@@ -47,7 +47,19 @@ struct CApi {
     void (*clear_error)();
     void (*get_allocator)(AllocatorDomain domain, MemAllocator* out);
     void (*set_allocator)(AllocatorDomain domain, MemAllocator* allocator);
+    Object* (*sys_get)(const char* name);  // borrowed; keeps the pending exception
+    Object* cfunction_type;                // &PyCFunction_Type (builtin functions)
 };
+
+// A builtin function's entry in its module's method table (PyMethodDef, the same in every
+// version).
+struct MethodDef {
+    const char* name;
+    Object* (*function)(Object* self, Object* args);
+    int flags;
+    const char* doc;
+};
+inline constexpr int kMethNoArgs = 0x0004;  // METH_NOARGS
 
 struct Interpreter {
     int major = 0, minor = 0, micro = 0;

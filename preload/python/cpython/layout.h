@@ -49,6 +49,7 @@ struct VersionLayout {
     size_t heap_type_qualname;   // PyHeapTypeObject.ht_qualname
     size_t dict_used;            // PyDictObject.ma_used
     size_t object_type;          // PyObject.ob_type
+    size_t cfunction_method;     // PyCFunctionObject.m_ml (a builtin function's PyMethodDef)
     unsigned long heap_type_flag;  // Py_TPFLAGS_HEAPTYPE
 
     // Sizes the running interpreter must agree with (read from its type objects at probe):

@@ -23,6 +23,7 @@
     .heap_type_qualname = offsetof(PyHeapTypeObject, ht_qualname), \
     .dict_used = offsetof(PyDictObject, ma_used),                  \
     .object_type = offsetof(PyObject, ob_type),                    \
+    .cfunction_method = offsetof(PyCFunctionObject, m_ml),         \
     .heap_type_flag = Py_TPFLAGS_HEAPTYPE,                         \
     .heap_type_object_size = sizeof(PyHeapTypeObject)
 

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Conformance: CPython's own regression tests, run untraced and under `growtrace run`.
+
+The tracer promises that a program behaves the same with it as without it. CPython's test
+suite is a program nobody here wrote that checks threads, fork, exec, signals, descriptors and
+exit codes in every corner, so: run a set of its test modules plainly, then again with
+`growtrace run` (children and exec'd images traced too, the defaults), and compare the outcome
+of every test case. Any case that passes untraced and not traced (or the reverse) is listed.
+
+    python3 bench/conformance.py                 # the full set below (about 3 min untraced)
+    python3 bench/conformance.py --short         # the quick set ctest runs (label conformance)
+    python3 bench/conformance.py --python /usr/bin/python3.11 test_os test_signal
+
+Needs a CPython whose Lib/test is installed (pyenv's builds have it; Debian's python3.11 needs
+the libpython3.11-testsuite package). Exit status 0 when every case has the same outcome both
+ways, 1 otherwise, 2 when it could not run. Traces go to a scratch directory, removed unless
+--keep.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_PYTHON = os.path.expanduser("~/.pyenv/versions/3.11.7/bin/python3.11")
+
+# Threads, fork (also from a thread), exec, signals, descriptors, exit: what the tracer could
+# break. Each entry is one regrtest invocation (module names, then options such as -m PATTERN).
+FULL = [
+    ["test_threading"], ["test_subprocess"], ["test_os"], ["test_signal"], ["test_posix"],
+    ["test_fork1"], ["test_wait4"], ["test_select"], ["test_mmap"], ["test_gc"], ["test_atexit"],
+    ["test_faulthandler"], ["test_sys"], ["test_tempfile"], ["test_thread"], ["test_pty"],
+    ["test_fcntl"], ["test_io"],
+]
+# About a minute both ways: the cases issue #16 found failing, and quick modules around them.
+SHORT = [
+    ["test_os", "test_fork1", "test_wait4", "test_atexit", "test_fcntl", "test_pty"],
+    ["test_subprocess", "-m", "*pass_fds*", "-m", "*close_fds*", "-m", "*_fd_*"],
+    ["test_threading", "-m", "*fork*", "-m", "*exit*"],
+]
+
+
+def outcomes(junit: str) -> dict[str, str]:
+    """test id -> passed / failed / error / skipped, from regrtest's --junit-xml file."""
+    result = {}
+    for case in ET.parse(junit).iter("testcase"):
+        name = f"{case.get('classname', '')}.{case.get('name', '')}"
+        status = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                status = {"failure": "failed"}.get(child.tag, child.tag)
+        result[name] = status
+    return result
+
+
+def run_group(python: str, group: list[str], workdir: str, traced_with: str | None, traces: str,
+              run_options: list[str]) -> tuple[dict, float, str]:
+    junit = os.path.join(workdir, f"{'traced' if traced_with else 'plain'}-{abs(hash(tuple(group)))}.xml")
+    command = [python, "-m", "test", *group, "--junit-xml", junit]
+    if traced_with:
+        trace = os.path.join(traces, f"{group[0]}.gtrace")
+        command = [traced_with, "run", *run_options, "-o", trace, "--"] + command
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace")
+    seconds = time.perf_counter() - start
+    if not os.path.exists(junit):
+        return {}, seconds, proc.stdout[-4000:]
+    return outcomes(junit), seconds, proc.stdout
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modules", nargs="*", help="test modules (default: the full set)")
+    parser.add_argument("--python", default=DEFAULT_PYTHON)
+    parser.add_argument("--growtrace", default=os.path.join(REPO, "build", "bin", "growtrace"))
+    parser.add_argument("--short", action="store_true", help="the quick set")
+    parser.add_argument("--run-option", action="append", default=[], metavar="OPTION",
+                        help="passed to growtrace run, e.g. --run-option=--no-python-objects")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory (traces, logs)")
+    parser.add_argument("--missing-is-skip", action="store_true",
+                        help="exit 77 (ctest's skip) instead of 2 when the python or its tests are missing")
+    args = parser.parse_args()
+    cannot_run = 77 if args.missing_is_skip else 2
+
+    groups = [[m] for m in args.modules] if args.modules else (SHORT if args.short else FULL)
+    if not os.access(args.python, os.X_OK):
+        print(f"conformance: no python at {args.python} (--python PATH)", file=sys.stderr)
+        return cannot_run
+    has_tests = subprocess.run([args.python, "-c", "import test.libregrtest, test.support"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    if not has_tests:
+        print(f"conformance: {args.python} has no Lib/test (Debian: apt-get install libpython3.11-testsuite)",
+              file=sys.stderr)
+        return cannot_run
+    if not os.access(args.growtrace, os.X_OK):
+        print(f"conformance: no growtrace at {args.growtrace} (--growtrace PATH)", file=sys.stderr)
+        return 2
+
+    workdir = tempfile.mkdtemp(prefix="growtrace-conformance-")
+    traces = os.path.join(workdir, "traces")
+    os.makedirs(traces)
+    plain_all, traced_all = {}, {}
+    plain_s = traced_s = 0.0
+    problems = []
+    for group in groups:
+        plain, s1, log1 = run_group(args.python, group, workdir, None, traces, [])
+        traced, s2, log2 = run_group(args.python, group, workdir, args.growtrace, traces, args.run_option)
+        plain_s += s1
+        traced_s += s2
+        label = " ".join(group)
+        if not plain or not traced:
+            problems.append(f"{label}: no results {'untraced' if not plain else 'traced'}:\n"
+                            f"{(log1 if not plain else log2)[-2000:]}")
+        print(f"{label}: {len(plain)} cases, untraced {s1:.0f} s, traced {s2:.0f} s", flush=True)
+        plain_all.update(plain)
+        traced_all.update(traced)
+
+    counts = lambda r: collections.Counter(r.values())
+    cp, ct = counts(plain_all), counts(traced_all)
+    print()
+    print(f"python: {args.python}; growtrace run {' '.join(args.run_option)}")
+    print(f"{'':10} {'passed':>7} {'failed':>7} {'error':>7} {'skipped':>7} {'total':>7} {'seconds':>8}")
+    for name, c, s in (("untraced", cp, plain_s), ("traced", ct, traced_s)):
+        print(f"{name:10} {c['passed']:7} {c['failed']:7} {c['error']:7} {c['skipped']:7} {sum(c.values()):7} "
+              f"{s:8.0f}")
+    differ = sorted(k for k in set(plain_all) | set(traced_all) if plain_all.get(k) != traced_all.get(k))
+    for k in differ:
+        print(f"  differs: {k}: untraced {plain_all.get(k, 'absent')}, traced {traced_all.get(k, 'absent')}")
+    for p in problems:
+        print(p)
+    n_traces = len(os.listdir(traces))
+    print(f"{n_traces} traces written under {traces}")
+    if args.keep:
+        print(f"kept {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if not differ and not problems else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

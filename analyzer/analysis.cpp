@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -220,6 +221,9 @@ public:
         pid = r.pid;
         for (const auto& a : r.argv) command += (command.empty() ? "" : " ") + a;
         if (command.empty()) command = r.exe;
+        exe = r.exe;
+        argv = r.argv;
+        start_realtime_ns = r.start_realtime_ns;
         clock.set_start(r.start_ticks, r.start_monotonic_ns);
         start_ticks = r.start_ticks;
         model_.set_origin(r.start_ticks);
@@ -232,7 +236,10 @@ public:
         model_.set_sample_period(mean_bytes);
         python.set_sample_period(mean_bytes);
     }
-    void on_module(const ModuleRecord& r) override { symbolizer_.add_module(r, generation_); }
+    void on_module(const ModuleRecord& r) override {
+        symbolizer_.add_module(r, generation_);
+        if (module_seen_.insert({r.path, r.base}).second) modules.push_back(r);
+    }
     void on_modules_reset(const ModulesResetRecord&) override { ++generation_; }
     void on_stack_node(const StackNodeRecord& r) override { nodes[r.id] = StackNode{r.parent, r.ip, generation_}; }
     void on_py_frame(const PyFrameRecord& r) override { py_frames[r.id] = r; }
@@ -294,6 +301,10 @@ public:
     void on_tracer_error(const TracerErrorRecord& r) override { tracer_errors.push_back(r); }
 
     uint64_t pid = 0;
+    std::string exe;
+    std::vector<std::string> argv;
+    uint64_t start_realtime_ns = 0;
+    std::vector<ModuleRecord> modules;
     bool execed = false;  // an Exec record: the image was replaced, its trace ends there
     std::string command;
     uint64_t sample_period = 0;
@@ -317,6 +328,7 @@ private:
     uint64_t rss_stride_ = 1;  // one mark in this many is kept
     uint64_t marks_seen_ = 0;
     uint32_t generation_ = 0;
+    std::set<std::pair<std::string, uint64_t>> module_seen_;  // (path, base)
 };
 
 // A corrupt parent chain could loop; no real stack is deeper than this.
@@ -446,6 +458,52 @@ std::vector<TimelinePoint> build_timeline(const RetentionResult& r, const Collec
     return out;
 }
 
+// A stack's figures before symbolization, for StackProfile.
+struct RawStackFigures {
+    uint64_t stack_id = 0;
+    double inuse_bytes = 0, inuse_objects = 0, alloc_bytes = 0, alloc_objects = 0;
+};
+
+// The classifier's word on a group of stacks (by frames key).
+struct Judged {
+    const char* verdict;
+    double slope_bytes_per_s;
+};
+
+// Every stack symbolized and merged by frames, with the verdicts of the groups that were
+// judged and the cache that explains a finding's memory.
+std::vector<StackProfile> build_stack_profiles(const std::vector<RawStackFigures>& raw, const Collector& c,
+                                               Symbolizer& symbolizer, const std::map<std::string, Judged>& judged,
+                                               const AnalysisResult& out) {
+    std::unordered_map<uint64_t, const std::string*> cache_of_stack;
+    for (const GroupReport& g : out.findings)
+        if (!g.explained_by_cache.empty())
+            for (uint64_t id : g.stack_ids) cache_of_stack[id] = &g.explained_by_cache;
+    std::vector<StackProfile> profiles;
+    std::unordered_map<std::string, size_t> index;
+    for (const RawStackFigures& r : raw) {
+        std::vector<Frame> frames = resolve_stack(r.stack_id, c, symbolizer);
+        std::string key = frames_key(frames);
+        auto [it, inserted] = index.try_emplace(key, profiles.size());
+        if (inserted) {
+            StackProfile p;
+            p.frames = fold_interpreter_frames(frames);
+            if (auto j = judged.find(key); j != judged.end()) {
+                p.verdict = j->second.verdict;
+                p.growth_bytes_per_s = j->second.slope_bytes_per_s;
+            }
+            profiles.push_back(std::move(p));
+        }
+        StackProfile& p = profiles[it->second];
+        p.inuse_bytes += r.inuse_bytes;
+        p.inuse_objects += r.inuse_objects;
+        p.alloc_bytes += r.alloc_bytes;
+        p.alloc_objects += r.alloc_objects;
+        if (auto cache = cache_of_stack.find(r.stack_id); cache != cache_of_stack.end()) p.cache = *cache->second;
+    }
+    return profiles;
+}
+
 }  // namespace
 
 namespace {
@@ -492,7 +550,7 @@ size_t finding_count(const AnalysisResult& r) {
     return r.findings.size() + r.cache_findings.size() + r.type_findings.size();
 }
 
-AnalysisResult analyze_trace(const std::string& path) {
+AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions& options) {
     RetentionModel model;
     Symbolizer symbolizer;
     Collector c(model, symbolizer);
@@ -510,6 +568,10 @@ AnalysisResult analyze_trace(const std::string& path) {
     out.command = c.command;
     out.sample_period = c.sample_period;
     out.children = c.children;
+    out.exe = c.exe;
+    out.argv = c.argv;
+    out.start_realtime_ns = c.start_realtime_ns;
+    out.modules = std::move(c.modules);
     const uint64_t last_ticks = std::max(c.last_ticks, model.max_ticks());
 
     RetentionResult r = model.finish();
@@ -538,7 +600,11 @@ AnalysisResult analyze_trace(const std::string& path) {
     // cannot become findings and symbolizing them all would dominate the run time.
     std::map<std::string, GroupReport> by_frames;
     std::map<std::string, StackRetention> merged;
+    std::vector<RawStackFigures> raw_stacks;
+    std::map<std::string, Judged> judged;
     for (StackRetention& s : r.stacks) {
+        if (options.stack_profiles)
+            raw_stacks.push_back({s.stack_id, s.live_bytes, s.live_count, s.allocated_bytes, s.allocations});
         if (peak_of(s.bins) < kMinSignificantBytes) continue;
         const uint64_t id = s.stack_id;
         std::vector<Frame> frames = resolve_stack(id, c, symbolizer);
@@ -565,6 +631,7 @@ AnalysisResult analyze_trace(const std::string& path) {
         g.live_samples = s.live_samples;
         g.retained_bytes_stderr = std::sqrt(std::max(0.0, s.live_bytes_variance));
         g.retained_series = retained_series(s.bins, r.num_windows);
+        if (options.stack_profiles) judged[key] = Judged{growth_class_name(g.verdict.cls), g.verdict.slope_bytes_per_s};
         if (g.verdict.cls == GrowthClass::Unbounded) out.findings.push_back(std::move(g));
         else out.groups.push_back(std::move(g));
     }
@@ -575,6 +642,7 @@ AnalysisResult analyze_trace(const std::string& path) {
 
     out.timeline = build_timeline(r, c, window_s);
     add_python_findings(out, c, symbolizer);
+    if (options.stack_profiles) out.stack_profiles = build_stack_profiles(raw_stacks, c, symbolizer, judged, out);
 
     if (!out.ended_cleanly)
         out.warnings.push_back(c.execed ? "trace ends where the process exec'd another program (traced to a file of its own)"

@@ -44,5 +44,6 @@ Verb add_attach_verb(CLI::App& parent);
 Verb add_detach_verb(CLI::App& parent);
 Verb add_report_verb(CLI::App& parent);
 Verb add_check_verb(CLI::App& parent, const Trailing& trailing);
+Verb add_export_verb(CLI::App& parent);
 
 }  // namespace growtrace::cli

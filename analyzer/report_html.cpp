@@ -37,11 +37,14 @@ std::string json_for_script(const std::string& json_text) {
 }
 
 void write_html_report(const AnalysisResult& result, std::ostream& out) {
+    write_html_page(report_json(result), result.command, out);
+}
+
+void write_html_page(const nlohmann::json& doc, const std::string& command, std::ostream& out) {
     // Invalid UTF-8 in a symbol or path must not make the report fail: replace it.
-    const std::string json_text =
-        report_json(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const std::string json_text = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     std::string page(kHtmlReportTemplate);
-    std::string title = "growtrace: " + (result.command.empty() ? std::string("report") : result.command);
+    std::string title = "growtrace: " + (command.empty() ? std::string("report") : command);
     if (title.size() > 200) title = title.substr(0, 200) + "...";
     // Both markers are located in the template before anything is substituted (the title
     // comes first), so a marker-like string inside the data or the title changes nothing.

@@ -66,9 +66,7 @@ Verb add_export_verb(CLI::App& parent) {
         "allocated space and objects, the growth rate per stack and each stack's verdict.");
     sub->add_option("--format", args->format, "Output format")->required()->check(CLI::IsMember({"pprof"}));
     sub->add_option("-o,--output", args->output, "File to write (e.g. profile.pb.gz)")->required();
-    sub->add_flag("--with-children", args->with_children,
-                  "Also export the traces of the processes the traced ones forked or exec'd");
-    sub->add_option("TRACE", args->traces, "Trace files written by growtrace run")->required();
+    add_trace_set_arguments(sub, args->traces, args->with_children, "several make one profile, samples labelled by pid");
     return {sub, [args] { return export_traces(*args); }};
 }
 

@@ -464,44 +464,54 @@ struct RawStackFigures {
     double inuse_bytes = 0, inuse_objects = 0, alloc_bytes = 0, alloc_objects = 0;
 };
 
-// The classifier's word on a group of stacks (by frames key).
+// The classifier's word on a group of stacks, for each of its stacks.
 struct Judged {
     const char* verdict;
-    double slope_bytes_per_s;
+    double slope_bytes_per_s;  // the group's
+    double live_bytes;         // the group's
+    size_t stacks;
 };
 
-// Every stack symbolized and merged by frames, with the verdicts of the groups that were
-// judged and the cache that explains a finding's memory.
-std::vector<StackProfile> build_stack_profiles(const std::vector<RawStackFigures>& raw, const Collector& c,
-                                               Symbolizer& symbolizer, const std::map<std::string, Judged>& judged,
-                                               const AnalysisResult& out) {
+// Every stack symbolized, with the verdicts of the groups that were judged and the cache that
+// explains a finding's memory. Frames are shared through one table, found by address (a
+// Python frame's address is its code location's id).
+void build_stack_profiles(const std::vector<RawStackFigures>& raw, const Collector& c, Symbolizer& symbolizer,
+                          const std::unordered_map<uint64_t, Judged>& judged, AnalysisResult& out) {
     std::unordered_map<uint64_t, const std::string*> cache_of_stack;
     for (const GroupReport& g : out.findings)
         if (!g.explained_by_cache.empty())
             for (uint64_t id : g.stack_ids) cache_of_stack[id] = &g.explained_by_cache;
-    std::vector<StackProfile> profiles;
-    std::unordered_map<std::string, size_t> index;
-    for (const RawStackFigures& r : raw) {
-        std::vector<Frame> frames = resolve_stack(r.stack_id, c, symbolizer);
-        std::string key = frames_key(frames);
-        auto [it, inserted] = index.try_emplace(key, profiles.size());
-        if (inserted) {
-            StackProfile p;
-            p.frames = fold_interpreter_frames(frames);
-            if (auto j = judged.find(key); j != judged.end()) {
-                p.verdict = j->second.verdict;
-                p.growth_bytes_per_s = j->second.slope_bytes_per_s;
-            }
-            profiles.push_back(std::move(p));
+    std::unordered_map<uint64_t, std::vector<uint32_t>> frames_at;  // ip -> indices (same ip, other symbols: rare)
+    auto frame_index = [&](const Frame& f) {
+        std::vector<uint32_t>& candidates = frames_at[f.ip];
+        for (uint32_t i : candidates) {
+            const Frame& known = out.profile_frames[i];
+            if (known.function == f.function && known.file == f.file && known.line == f.line &&
+                known.module_path == f.module_path)
+                return i;
         }
-        StackProfile& p = profiles[it->second];
-        p.inuse_bytes += r.inuse_bytes;
-        p.inuse_objects += r.inuse_objects;
-        p.alloc_bytes += r.alloc_bytes;
-        p.alloc_objects += r.alloc_objects;
+        candidates.push_back(static_cast<uint32_t>(out.profile_frames.size()));
+        out.profile_frames.push_back(f);
+        return candidates.back();
+    };
+    out.stack_profiles.reserve(raw.size());
+    for (const RawStackFigures& r : raw) {
+        StackProfile p;
+        for (const Frame& f : fold_interpreter_frames(resolve_stack(r.stack_id, c, symbolizer)))
+            p.frames.push_back(frame_index(f));
+        if (auto j = judged.find(r.stack_id); j != judged.end()) {
+            p.verdict = j->second.verdict;
+            const double share = j->second.live_bytes > 0 ? r.inuse_bytes / j->second.live_bytes
+                                                          : 1.0 / static_cast<double>(j->second.stacks);
+            p.growth_bytes_per_s = j->second.slope_bytes_per_s * share;
+        }
+        p.inuse_bytes = r.inuse_bytes;
+        p.inuse_objects = r.inuse_objects;
+        p.alloc_bytes = r.alloc_bytes;
+        p.alloc_objects = r.alloc_objects;
         if (auto cache = cache_of_stack.find(r.stack_id); cache != cache_of_stack.end()) p.cache = *cache->second;
+        out.stack_profiles.push_back(std::move(p));
     }
-    return profiles;
 }
 
 }  // namespace
@@ -601,7 +611,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     std::map<std::string, GroupReport> by_frames;
     std::map<std::string, StackRetention> merged;
     std::vector<RawStackFigures> raw_stacks;
-    std::map<std::string, Judged> judged;
+    std::unordered_map<uint64_t, Judged> judged;  // by stack id
     for (StackRetention& s : r.stacks) {
         if (options.stack_profiles)
             raw_stacks.push_back({s.stack_id, s.live_bytes, s.live_count, s.allocated_bytes, s.allocations});
@@ -631,7 +641,10 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
         g.live_samples = s.live_samples;
         g.retained_bytes_stderr = std::sqrt(std::max(0.0, s.live_bytes_variance));
         g.retained_series = retained_series(s.bins, r.num_windows);
-        if (options.stack_profiles) judged[key] = Judged{growth_class_name(g.verdict.cls), g.verdict.slope_bytes_per_s};
+        if (options.stack_profiles)
+            for (uint64_t id : g.stack_ids)
+                judged[id] = Judged{growth_class_name(g.verdict.cls), g.verdict.slope_bytes_per_s, s.live_bytes,
+                                    g.stack_ids.size()};
         if (g.verdict.cls == GrowthClass::Unbounded) out.findings.push_back(std::move(g));
         else out.groups.push_back(std::move(g));
     }
@@ -642,7 +655,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
 
     out.timeline = build_timeline(r, c, window_s);
     add_python_findings(out, c, symbolizer);
-    if (options.stack_profiles) out.stack_profiles = build_stack_profiles(raw_stacks, c, symbolizer, judged, out);
+    if (options.stack_profiles) build_stack_profiles(raw_stacks, c, symbolizer, judged, out);
 
     if (!out.ended_cleanly)
         out.warnings.push_back(c.execed ? "trace ends where the process exec'd another program (traced to a file of its own)"

@@ -60,16 +60,17 @@ struct TypeReport {
 };
 
 // One stack's figures over the whole run, for profile exports (pprof): every stack the trace
-// holds, not only the significant ones the reports classify. Stacks with the same frames are
-// one entry.
+// holds, not only the significant ones the reports classify. Frames are indices into
+// AnalysisResult::profile_frames: a trace has many more stacks than distinct frames.
 struct StackProfile {
-    std::vector<Frame> frames;  // innermost first, interpreter plumbing folded out
+    std::vector<uint32_t> frames;  // innermost first, interpreter plumbing folded out
     double inuse_bytes = 0;     // live at the end (estimates in a sampled trace)
     double inuse_objects = 0;
     double alloc_bytes = 0;     // allocated over the run
     double alloc_objects = 0;
-    // The classifier's verdict and robust slope for a stack that ever held kMinSignificantBytes;
-    // "small" and 0 for the others, which are never judged.
+    // The classifier's verdict and robust slope for a stack that ever held kMinSignificantBytes
+    // (a group of stacks with the same frames shares its slope by live bytes); "small" and 0
+    // for the others, which are never judged.
     std::string verdict = "small";
     double growth_bytes_per_s = 0;
     std::string cache;  // explained_by_cache of its group, if any
@@ -103,6 +104,7 @@ struct AnalysisResult {
     uint64_t start_realtime_ns = 0;  // CLOCK_REALTIME at process start (0 if unknown)
     std::vector<ModuleRecord> modules;  // every module the trace maps (its first record each)
     std::vector<StackProfile> stack_profiles;  // only with AnalyzeTraceOptions::stack_profiles
+    std::vector<Frame> profile_frames;         // the frames stack_profiles index
 };
 
 struct AnalyzeTraceOptions {

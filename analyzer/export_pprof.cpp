@@ -129,7 +129,7 @@ private:
         if (std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 0; })) return;
         std::vector<uint64_t> locations;
         locations.reserve(p.frames.size());
-        for (const Frame& f : p.frames) locations.push_back(location_id(process, f));
+        for (uint32_t f : p.frames) locations.push_back(location_id(process, f, r.profile_frames[f]));
         proto::Writer s, l;
         s.packed(sample::kLocationId, locations);
         s.packed(sample::kValue, values);
@@ -148,14 +148,14 @@ private:
         samples_.message(pf::kSample, s);
     }
 
-    uint64_t location_id(size_t process, const Frame& f) {
+    // One location per distinct frame of a process.
+    uint64_t location_id(size_t process, uint32_t frame, const Frame& f) {
+        auto [it, inserted] = locations_by_key_.try_emplace({process, frame}, locations_by_key_.size() + 1);
+        if (!inserted) return it->second;
         const bool python = f.module_path == "python";
         const uint64_t mapping = mapping_id(process, f.module_path);
-        // Python frames are told apart by their code location; the frame id in ip is the trace's.
+        // A Python frame has no machine address: its function, file and line say where it is.
         const uint64_t address = python ? 0 : f.ip;
-        auto key = std::make_tuple(process, mapping, address, f.function, f.file, f.line);
-        auto [it, inserted] = locations_by_key_.try_emplace(key, locations_by_key_.size() + 1);
-        if (!inserted) return it->second;
         proto::Writer loc, ln;
         loc.uint64(location::kId, it->second);
         loc.uint64(location::kMappingId, mapping);
@@ -219,7 +219,7 @@ private:
     proto::Writer samples_, mappings_, locations_, functions_;
     std::map<std::pair<size_t, std::string>, const ModuleRecord*> module_of_;
     std::map<std::pair<size_t, std::string>, uint64_t> mappings_by_key_;
-    std::map<std::tuple<size_t, uint64_t, uint64_t, std::string, std::string, uint32_t>, uint64_t> locations_by_key_;
+    std::map<std::pair<size_t, uint32_t>, uint64_t> locations_by_key_;
     std::map<std::pair<std::string, std::string>, uint64_t> functions_by_key_;
     uint64_t start_ns_ = 0, end_ns_ = 0, period_ = 0;
     std::vector<std::string> comments_;

@@ -132,10 +132,13 @@ TEST(PprofExport, ProfileHoldsSamplesMappingsAndLabels) {
     lib.segments.push_back(Segment{0x7f0000001000, 0x2000});
     r.modules.push_back(lib);
 
+    r.profile_frames = {frame("dictresize", "Objects/dictobject.c", 1200, lib.path, 0x7f0000001500),
+                        frame("remember", "app.py", 21, "python", 0x8000000000000007),
+                        frame("main", "app.py", 40, "python", 0x8000000000000008),
+                        frame("0x1234", "", 0, "", 0x1234),
+                        frame("idle", "app.py", 1, "python", 0x8000000000000009)};
     StackProfile grows;
-    grows.frames = {frame("dictresize", "Objects/dictobject.c", 1200, lib.path, 0x7f0000001500),
-                    frame("remember", "app.py", 21, "python", 0x8000000000000007),
-                    frame("main", "app.py", 40, "python", 0x8000000000000008)};
+    grows.frames = {0, 1, 2};
     grows.inuse_bytes = 3'000'000;
     grows.inuse_objects = 3000;
     grows.alloc_bytes = 3'500'000;
@@ -144,11 +147,11 @@ TEST(PprofExport, ProfileHoldsSamplesMappingsAndLabels) {
     grows.growth_bytes_per_s = 1'200'000;
     grows.cache = "app._cache";
     StackProfile gone;
-    gone.frames = {frame("0x1234", "", 0, "", 0x1234), frame("main", "app.py", 40, "python", 0x8000000000000008)};
+    gone.frames = {3, 2};
     gone.alloc_bytes = 100;
     gone.alloc_objects = 1;
     StackProfile nothing;  // all zero: left out
-    nothing.frames = {frame("idle", "app.py", 1, "python", 0x8000000000000009)};
+    nothing.frames = {4};
     r.stack_profiles = {grows, gone, nothing};
 
     const std::string data = pprof_profile({&r});

@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -219,6 +220,9 @@ public:
         pid = r.pid;
         for (const auto& a : r.argv) command += (command.empty() ? "" : " ") + a;
         if (command.empty()) command = r.exe;
+        exe = r.exe;
+        argv = r.argv;
+        start_realtime_ns = r.start_realtime_ns;
         clock.set_start(r.start_ticks, r.start_monotonic_ns);
         start_ticks = r.start_ticks;
         model_.set_origin(r.start_ticks);
@@ -231,7 +235,10 @@ public:
         model_.set_sample_period(mean_bytes);
         python.set_sample_period(mean_bytes);
     }
-    void on_module(const ModuleRecord& r) override { symbolizer_.add_module(r, generation_); }
+    void on_module(const ModuleRecord& r) override {
+        symbolizer_.add_module(r, generation_);
+        if (module_seen_.insert({r.path, r.base}).second) modules.push_back(r);
+    }
     void on_modules_reset(const ModulesResetRecord&) override { ++generation_; }
     void on_stack_node(const StackNodeRecord& r) override { nodes[r.id] = StackNode{r.parent, r.ip, generation_}; }
     void on_py_frame(const PyFrameRecord& r) override { py_frames[r.id] = r; }
@@ -293,6 +300,10 @@ public:
     void on_tracer_error(const TracerErrorRecord& r) override { tracer_errors.push_back(r); }
 
     uint64_t pid = 0;
+    std::string exe;
+    std::vector<std::string> argv;
+    uint64_t start_realtime_ns = 0;
+    std::vector<ModuleRecord> modules;
     bool execed = false;  // an Exec record: the image was replaced, its trace ends there
     std::string command;
     uint64_t sample_period = 0;
@@ -316,6 +327,7 @@ private:
     uint64_t rss_stride_ = 1;  // one mark in this many is kept
     uint64_t marks_seen_ = 0;
     uint32_t generation_ = 0;
+    std::set<std::pair<std::string, uint64_t>> module_seen_;  // (path, base)
 };
 
 // A corrupt parent chain could loop; no real stack is deeper than this.
@@ -445,6 +457,62 @@ std::vector<TimelinePoint> build_timeline(const RetentionResult& r, const Collec
     return out;
 }
 
+// A stack's figures before symbolization, for StackProfile.
+struct RawStackFigures {
+    uint64_t stack_id = 0;
+    double inuse_bytes = 0, inuse_objects = 0, alloc_bytes = 0, alloc_objects = 0;
+};
+
+// The classifier's word on a group of stacks, for each of its stacks.
+struct Judged {
+    const char* verdict;
+    double slope_bytes_per_s;  // the group's
+    double live_bytes;         // the group's
+    size_t stacks;
+};
+
+// Every stack symbolized, with the verdicts of the groups that were judged and the cache that
+// explains a finding's memory. Frames are shared through one table, found by address (a
+// Python frame's address is its code location's id).
+void build_stack_profiles(const std::vector<RawStackFigures>& raw, const Collector& c, Symbolizer& symbolizer,
+                          const std::unordered_map<uint64_t, Judged>& judged, AnalysisResult& out) {
+    std::unordered_map<uint64_t, const std::string*> cache_of_stack;
+    for (const GroupReport& g : out.findings)
+        if (!g.explained_by_cache.empty())
+            for (uint64_t id : g.stack_ids) cache_of_stack[id] = &g.explained_by_cache;
+    std::unordered_map<uint64_t, std::vector<uint32_t>> frames_at;  // ip -> indices (same ip, other symbols: rare)
+    auto frame_index = [&](const Frame& f) {
+        std::vector<uint32_t>& candidates = frames_at[f.ip];
+        for (uint32_t i : candidates) {
+            const Frame& known = out.profile_frames[i];
+            if (known.function == f.function && known.file == f.file && known.line == f.line &&
+                known.module_path == f.module_path)
+                return i;
+        }
+        candidates.push_back(static_cast<uint32_t>(out.profile_frames.size()));
+        out.profile_frames.push_back(f);
+        return candidates.back();
+    };
+    out.stack_profiles.reserve(raw.size());
+    for (const RawStackFigures& r : raw) {
+        StackProfile p;
+        for (const Frame& f : fold_interpreter_frames(resolve_stack(r.stack_id, c, symbolizer)))
+            p.frames.push_back(frame_index(f));
+        if (auto j = judged.find(r.stack_id); j != judged.end()) {
+            p.verdict = j->second.verdict;
+            const double share = j->second.live_bytes > 0 ? r.inuse_bytes / j->second.live_bytes
+                                                          : 1.0 / static_cast<double>(j->second.stacks);
+            p.growth_bytes_per_s = j->second.slope_bytes_per_s * share;
+        }
+        p.inuse_bytes = r.inuse_bytes;
+        p.inuse_objects = r.inuse_objects;
+        p.alloc_bytes = r.alloc_bytes;
+        p.alloc_objects = r.alloc_objects;
+        if (auto cache = cache_of_stack.find(r.stack_id); cache != cache_of_stack.end()) p.cache = *cache->second;
+        out.stack_profiles.push_back(std::move(p));
+    }
+}
+
 }  // namespace
 
 namespace {
@@ -491,7 +559,7 @@ size_t finding_count(const AnalysisResult& r) {
     return r.findings.size() + r.cache_findings.size() + r.type_findings.size();
 }
 
-AnalysisResult analyze_trace(const std::string& path) {
+AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions& options) {
     RetentionModel model;
     Symbolizer symbolizer;
     Collector c(model, symbolizer);
@@ -505,6 +573,10 @@ AnalysisResult analyze_trace(const std::string& path) {
     out.command = c.command;
     out.sample_period = c.sample_period;
     out.children = c.children;
+    out.exe = c.exe;
+    out.argv = c.argv;
+    out.start_realtime_ns = c.start_realtime_ns;
+    out.modules = std::move(c.modules);
     const uint64_t last_ticks = std::max(c.last_ticks, model.max_ticks());
 
     RetentionResult r = model.finish();
@@ -533,7 +605,11 @@ AnalysisResult analyze_trace(const std::string& path) {
     // cannot become findings and symbolizing them all would dominate the run time.
     std::map<std::string, GroupReport> by_frames;
     std::map<std::string, StackRetention> merged;
+    std::vector<RawStackFigures> raw_stacks;
+    std::unordered_map<uint64_t, Judged> judged;  // by stack id
     for (StackRetention& s : r.stacks) {
+        if (options.stack_profiles)
+            raw_stacks.push_back({s.stack_id, s.live_bytes, s.live_count, s.allocated_bytes, s.allocations});
         if (peak_of(s.bins) < kMinSignificantBytes) continue;
         const uint64_t id = s.stack_id;
         std::vector<Frame> frames = resolve_stack(id, c, symbolizer);
@@ -560,6 +636,10 @@ AnalysisResult analyze_trace(const std::string& path) {
         g.live_samples = s.live_samples;
         g.retained_bytes_stderr = std::sqrt(std::max(0.0, s.live_bytes_variance));
         g.retained_series = retained_series(s.bins, r.num_windows);
+        if (options.stack_profiles)
+            for (uint64_t id : g.stack_ids)
+                judged[id] = Judged{growth_class_name(g.verdict.cls), g.verdict.slope_bytes_per_s, s.live_bytes,
+                                    g.stack_ids.size()};
         if (g.verdict.cls == GrowthClass::Unbounded) out.findings.push_back(std::move(g));
         else out.groups.push_back(std::move(g));
     }
@@ -571,6 +651,7 @@ AnalysisResult analyze_trace(const std::string& path) {
     out.timeline = build_timeline(r, c, window_s);
     add_python_findings(out, c, symbolizer);
     out.root_causes = find_root_causes(out);
+    if (options.stack_profiles) build_stack_profiles(raw_stacks, c, symbolizer, judged, out);
 
     if (summary.records == 0)
         out.warnings.push_back(fmt::format("trace holds no records, only its {}-byte file header: the process ended, "

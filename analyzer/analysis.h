@@ -60,6 +60,23 @@ struct TypeReport {
     std::vector<Frame> created_from;
 };
 
+// One stack's figures over the whole run, for profile exports (pprof): every stack the trace
+// holds, not only the significant ones the reports classify. Frames are indices into
+// AnalysisResult::profile_frames: a trace has many more stacks than distinct frames.
+struct StackProfile {
+    std::vector<uint32_t> frames;  // innermost first, interpreter plumbing folded out
+    double inuse_bytes = 0;     // live at the end (estimates in a sampled trace)
+    double inuse_objects = 0;
+    double alloc_bytes = 0;     // allocated over the run
+    double alloc_objects = 0;
+    // The classifier's verdict and robust slope for a stack that ever held kMinSignificantBytes
+    // (a group of stacks with the same frames shares its slope by live bytes); "small" and 0
+    // for the others, which are never judged.
+    std::string verdict = "small";
+    double growth_bytes_per_s = 0;
+    std::string cache;  // explained_by_cache of its group, if any
+};
+
 struct AnalysisResult;
 // Findings of every kind: unbounded stacks, growing caches, duplicate classes.
 size_t finding_count(const AnalysisResult& r);
@@ -84,6 +101,17 @@ struct AnalysisResult {
     std::vector<TimelinePoint> timeline;
     std::vector<ChildTrace> children;
     std::vector<std::string> warnings;
+    // What exports need beyond the reports.
+    std::string exe;                 // the Process record's executable
+    std::vector<std::string> argv;
+    uint64_t start_realtime_ns = 0;  // CLOCK_REALTIME at process start (0 if unknown)
+    std::vector<ModuleRecord> modules;  // every module the trace maps (its first record each)
+    std::vector<StackProfile> stack_profiles;  // only with AnalyzeTraceOptions::stack_profiles
+    std::vector<Frame> profile_frames;         // the frames stack_profiles index
+};
+
+struct AnalyzeTraceOptions {
+    bool stack_profiles = false;  // fill AnalysisResult::stack_profiles (symbolizes every stack)
 };
 
 // How many non-finding groups a result keeps (largest retained first).
@@ -92,6 +120,6 @@ inline constexpr size_t kMaxReportedGroups = 20;
 inline constexpr double kMinWindowSeconds = 0.010;
 
 // Throws TraceError on unreadable or corrupt input.
-AnalysisResult analyze_trace(const std::string& path);
+AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions& options = {});
 
 }  // namespace growtrace

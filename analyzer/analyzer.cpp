@@ -25,6 +25,7 @@ int fail(std::ostream& err, const std::string& message) {
 }  // namespace
 
 int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostream& err) {
+    if (!options.more_traces.empty() || options.with_children) return analyze_set_command(options, out, err);
     AnalysisResult result;
     try {
         result = analyze_trace(options.trace_path);
@@ -33,6 +34,10 @@ int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostre
     } catch (const std::bad_alloc&) {
         return fail(err, fmt::format("out of memory while analysing {}", options.trace_path));
     }
+    return write_reports(result, options, out, err);
+}
+
+int write_reports(const AnalysisResult& result, const AnalyzeOptions& options, std::ostream& out, std::ostream& err) {
     if (!options.write_report) {
     } else if (options.json) {
         out << report_json(result).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';

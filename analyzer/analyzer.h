@@ -5,6 +5,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "analyzer/analysis.h"
 
@@ -21,6 +22,12 @@ struct AnalyzeOptions {
     std::string svg_output_path;
     // If false, nothing is written to `out` (only the files above).
     bool write_report = true;
+    // Analysed with trace_path as one set (trace_set.h): more traces, and the traces of the
+    // processes they forked or exec'd. A set of several traces gets the merged report
+    // (report_merged.h); a set of one, the report of that trace.
+    std::vector<std::string> more_traces;
+    bool with_children = false;
+    bool only_first_required = false;  // TraceSetOptions::only_first_required
 };
 
 inline constexpr int kExitOk = 0;
@@ -30,6 +37,12 @@ inline constexpr int kExitGrowthFound = 3;
 // Analyses the trace and writes the report to out. Returns kExitOk, kExitGrowthFound (only
 // with fail_on_growth), or kExitError after writing one line "growtrace: error: ..." to err.
 int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostream& err);
+
+// The reports of an analysed trace, as analyze_command writes them (same options and status).
+int write_reports(const AnalysisResult& result, const AnalyzeOptions& options, std::ostream& out, std::ostream& err);
+
+// analyze_command for a set (more_traces or with_children): analyze_set.cpp.
+int analyze_set_command(const AnalyzeOptions& options, std::ostream& out, std::ostream& err);
 
 // Prints every record of the trace to out. Returns kExitOk, or kExitError with one line on err
 // (what was readable before the damage is still printed).

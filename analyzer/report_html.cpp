@@ -65,10 +65,13 @@ std::string html_page(std::string_view title, std::string_view json_text) {
 }
 
 void write_html_report(const AnalysisResult& result, std::ostream& out) {
+    write_html_page(report_json(result), result.command, out);
+}
+
+void write_html_page(const nlohmann::json& doc, const std::string& command, std::ostream& out) {
     // Invalid UTF-8 in a symbol or path must not make the report fail: replace it.
-    const std::string json_text =
-        report_json(result).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    std::string title = "growtrace: " + (result.command.empty() ? std::string("report") : result.command);
+    const std::string json_text = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string title = "growtrace: " + (command.empty() ? std::string("report") : command);
     if (title.size() > 200) title = title.substr(0, 200) + "...";
     out << html_page(title, json_text);
 }

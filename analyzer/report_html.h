@@ -8,6 +8,7 @@
 // the binary (cmake/EmbedAssets.cmake); report.html marks where each goes with @@GROWTRACE_X@@.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -17,6 +18,8 @@
 namespace growtrace {
 
 void write_html_report(const AnalysisResult& result, std::ostream& out);
+// The page for a report document already made (the merged report of several traces).
+void write_html_page(const nlohmann::json& doc, const std::string& command, std::ostream& out);
 
 // The JSON text made safe to sit inside <script type="application/json">: every '<' is
 // written as \u003c, so no "</script>" or "<!--" can appear. Exposed for tests.

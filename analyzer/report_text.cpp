@@ -7,12 +7,8 @@
 namespace growtrace {
 
 
-namespace {
-
 // Frames beyond this are elided: the insertion point is near the leaf, main() is not news.
 constexpr size_t kMaxPrintedFrames = 16;
-// A growing cache drags many stacks along with it; the largest few say enough in text.
-constexpr size_t kMaxPrintedStackFindings = 5;
 
 void write_frames(const std::vector<Frame>& frames, std::ostream& out) {
     for (size_t i = 0; i < frames.size() && i < kMaxPrintedFrames; ++i) {
@@ -23,6 +19,11 @@ void write_frames(const std::vector<Frame>& frames, std::ostream& out) {
     }
     if (frames.size() > kMaxPrintedFrames) out << fmt::format("      ... {} more frames\n", frames.size() - kMaxPrintedFrames);
 }
+
+namespace {
+
+// A growing cache drags many stacks along with it; the largest few say enough in text.
+constexpr size_t kMaxPrintedStackFindings = 5;
 
 // "12.3 MB" exact; "12.3 MB ± 1.1 MB (121 samples)" in a sampled trace.
 std::string bytes_figure(double bytes, double stderr_bytes, uint64_t samples, bool sampled) {

@@ -12,4 +12,7 @@ namespace growtrace {
 
 void write_text_report(const AnalysisResult& result, std::ostream& out);
 
+// A stack as the text report prints it, indented, innermost first, the first 16 frames.
+void write_frames(const std::vector<Frame>& frames, std::ostream& out);
+
 }  // namespace growtrace

@@ -1,4 +1,4 @@
-// growtrace analyze TRACE [--json] [-o OUT] [--fail-on-growth] [--html FILE] [--plot FILE.svg]
+// growtrace analyze TRACE... [--with-children] [--json] [-o OUT] [--fail-on-growth] [--html FILE] [--plot FILE.svg]
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <string.h>
@@ -18,7 +18,8 @@ namespace growtrace::cli {
 namespace {
 
 struct AnalyzeArgs {
-    std::string trace;
+    std::vector<std::string> traces;
+    bool with_children = false;
     std::string output;
     bool json = false;
     bool fail_on_growth = false;
@@ -28,7 +29,9 @@ struct AnalyzeArgs {
 
 int analyze(const AnalyzeArgs& args) {
     AnalyzeOptions options;
-    options.trace_path = args.trace;
+    options.trace_path = args.traces.front();
+    options.more_traces.assign(args.traces.begin() + 1, args.traces.end());
+    options.with_children = args.with_children;
     options.json = args.json;
     options.fail_on_growth = args.fail_on_growth;
     options.html_output_path = args.html;
@@ -55,13 +58,22 @@ int analyze(const AnalyzeArgs& args) {
 
 }  // namespace
 
+void add_trace_set_arguments(CLI::App* sub, std::vector<std::string>& traces, bool& with_children,
+                             const std::string& merged) {
+    sub->add_option("TRACE", traces, "Trace file(s) written by growtrace run; " + merged)->required();
+    sub->add_flag("--with-children", with_children,
+                  "Also take the traces of the processes the named ones forked or exec'd (their Fork and Exec "
+                  "records, followed down)");
+}
+
 Verb add_analyze_verb(CLI::App& parent) {
     auto args = std::make_shared<AnalyzeArgs>();
     CLI::App* sub = parent.add_subcommand(
         "analyze",
         "Classify retained memory per allocation stack as unbounded, bounded or transient, and "
         "report unbounded growth.");
-    sub->add_option("TRACE", args->trace, "Trace file written by growtrace run")->required();
+    add_trace_set_arguments(sub, args->traces, args->with_children,
+                            "several are analysed together, their findings merged across processes");
     sub->add_flag("--json", args->json, "Write the report as JSON");
     sub->add_option("-o,--output", args->output, "Write the report to this file instead of stdout");
     sub->add_flag("--fail-on-growth", args->fail_on_growth, "Exit with status 3 if unbounded growth was found");

@@ -33,16 +33,18 @@ struct CheckArgs {
     std::string plot;
 };
 
-// Analyses one trace, printing its text report to stdout. Returns analyze_command's status.
-int analyze_one(const std::string& trace, const CheckArgs* reports) {
+// Analyses the run's traces, printing the text report to stdout: the main trace's own report,
+// or, when the command forked or exec'd traced processes, one report of them all with the
+// findings merged across processes. Returns analyze_command's status.
+int analyze_run(const RunOutcome& outcome, const CheckArgs& reports) {
     AnalyzeOptions options;
-    options.trace_path = trace;
+    options.trace_path = outcome.trace;
+    options.more_traces = outcome.other_traces;
+    options.only_first_required = true;
     options.fail_on_growth = true;
-    if (reports) {
-        options.html_output_path = reports->html;
-        options.json_output_path = reports->json;
-        options.svg_output_path = reports->plot;
-    }
+    options.html_output_path = reports.html;
+    options.json_output_path = reports.json;
+    options.svg_output_path = reports.plot;
     std::ostringstream out, err;
     int status;
     {
@@ -61,16 +63,14 @@ int check(const CheckArgs& args, std::vector<std::string> command) {
     if (!outcome.started) return kExitError;  // run_command said why
     if (outcome.trace.empty()) return error("check: no trace was written, so nothing could be checked");
 
-    std::cout << fmt::format("growtrace check: {}\n", outcome.trace) << std::flush;
-    int status = analyze_one(outcome.trace, &args);
+    if (outcome.other_traces.empty()) std::cout << fmt::format("growtrace check: {}\n", outcome.trace) << std::flush;
+    else
+        std::cout << fmt::format("growtrace check: {} and {} more trace{} of the processes it started\n", outcome.trace,
+                                 outcome.other_traces.size(), outcome.other_traces.size() == 1 ? "" : "s")
+                  << std::flush;
+    const int status = analyze_run(outcome, args);
     if (status == kExitError) return kExitError;
-    bool growth = status == kExitGrowthFound;
-    for (const std::string& trace : outcome.other_traces) {
-        std::cout << fmt::format("\ngrowtrace check: {}\n", trace) << std::flush;
-        int child = analyze_one(trace, nullptr);
-        if (child == kExitError) warning(fmt::format("could not analyse {}; it is left out of the check", trace));
-        growth = growth || child == kExitGrowthFound;
-    }
+    const bool growth = status == kExitGrowthFound;
 
     if (command_status != 0)
         note(fmt::format("the command failed (growtrace run status {}){}", command_status,
@@ -95,8 +95,10 @@ Verb add_check_verb(CLI::App& parent, const Trailing& trailing) {
         "Exits 0 if there is no unbounded growth and the command succeeded, 3 if there is growth, "
         "4 if there is none but the command failed, 2 if the check could not be done.");
     add_run_options(sub, args->run);
-    sub->add_option("--html", args->html, "Also write the HTML report of the main trace to this file");
-    sub->add_option("--json", args->json, "Also write the JSON report of the main trace to this file");
+    sub->add_option("--html", args->html,
+                    "Also write the HTML report to this file (of every trace the run wrote, merged, if it wrote several)");
+    sub->add_option("--json", args->json,
+                    "Also write the JSON report to this file (of every trace the run wrote, merged, if it wrote several)");
     sub->add_option("--plot", args->plot, "Also write the SVG plot of the main trace's curves to this file");
     sub->prefix_command();
 

@@ -1,4 +1,4 @@
-// growtrace report TRACE [-o report.html]
+// growtrace report TRACE... [--with-children] [-o report.html]
 //
 // Writes the HTML report of a trace (or, for an -o ending in .svg, the SVG plot of its curves).
 #include <CLI/CLI.hpp>
@@ -17,7 +17,8 @@ namespace growtrace::cli {
 namespace {
 
 struct ReportArgs {
-    std::string trace;
+    std::vector<std::string> traces;
+    bool with_children = false;
     std::string output;
 };
 
@@ -30,9 +31,11 @@ std::string default_output(const std::string& trace) {
 
 int report(const ReportArgs& args) {
     AnalyzeOptions options;
-    options.trace_path = args.trace;
+    options.trace_path = args.traces.front();
+    options.more_traces.assign(args.traces.begin() + 1, args.traces.end());
+    options.with_children = args.with_children;
     options.write_report = false;
-    const std::string output = args.output.empty() ? default_output(args.trace) : args.output;
+    const std::string output = args.output.empty() ? default_output(args.traces.front()) : args.output;
     if (output.ends_with(".svg")) options.svg_output_path = output;
     else options.html_output_path = output;
 
@@ -55,7 +58,8 @@ Verb add_report_verb(CLI::App& parent) {
         "report",
         "Write the report of a trace as one self-contained HTML page (memory over time, each finding "
         "with its curve and stack, flame graphs of retained memory and of growth).");
-    sub->add_option("TRACE", args->trace, "Trace file written by growtrace run")->required();
+    add_trace_set_arguments(sub, args->traces, args->with_children,
+                            "several make one report, findings merged across processes");
     sub->add_option("-o,--output", args->output,
                     "HTML file to write (default: the trace's name with .html); a name ending in .svg "
                     "gets the SVG plot of the curves instead");

@@ -45,5 +45,11 @@ Verb add_detach_verb(CLI::App& parent);
 Verb add_report_verb(CLI::App& parent);
 Verb add_check_verb(CLI::App& parent, const Trailing& trailing);
 Verb add_diff_verb(CLI::App& parent);
+Verb add_export_verb(CLI::App& parent);
+
+// The traces a verb takes (TRACE..., at least one) and --with-children; `merged` says what
+// becomes of several traces. Defined in cmd_analyze.cpp.
+void add_trace_set_arguments(CLI::App* sub, std::vector<std::string>& traces, bool& with_children,
+                             const std::string& merged);
 
 }  // namespace growtrace::cli

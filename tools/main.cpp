@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     verbs.push_back(add_report_verb(app));
     verbs.push_back(add_check_verb(app, trailing));
     verbs.push_back(add_diff_verb(app));
+    verbs.push_back(add_export_verb(app));
 
     if (args.empty() && !trailing.present) {
         fmt::print(stderr, "{}", app.help());

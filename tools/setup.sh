@@ -12,7 +12,9 @@ log() { echo "setup: $*" >&2; }
 
 packages=(build-essential cmake pkg-config libunwind-dev libdw-dev libzstd-dev libfmt-dev
           nlohmann-json3-dev libcli11-dev libboost-stacktrace-dev libgtest-dev
-          chromium libxml2-utils)  # the last two: the HTML/SVG report tests (headless browser, xmllint)
+          zlib1g-dev               # gzip of pprof exports
+          chromium libxml2-utils   # the HTML/SVG report tests (headless browser, xmllint)
+          golang-go)               # go tool pprof reads the pprof exports in the tests
 
 missing=()
 for p in "${packages[@]}"; do

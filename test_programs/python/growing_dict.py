@@ -22,7 +22,7 @@ def remember(key: str, value: object) -> None:
 
 
 def make_value(i: int) -> list:
-    return [f"item-{i}-{j}" for j in range(8)] + [bytes(1024)]
+    return [f"item-{i}-{j}" for j in range(8)] + [bytes(1024)]  # mark: make_value
 
 
 def main() -> None:

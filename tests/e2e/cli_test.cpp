@@ -38,7 +38,7 @@ TEST(Cli, UsageErrorsExitTwoWithOneLine) {
     ProcessResult unknown = growtrace({"frobnicate"});
     EXPECT_EQ(unknown.exit_code, 2);
     EXPECT_EQ(unknown.err, "growtrace: error: unknown verb 'frobnicate' (expected run, analyze, dump, attach, detach, "
-                           "report, check or diff; see growtrace --help)\n");
+                           "report, check, diff or export; see growtrace --help)\n");
 
     ProcessResult no_command = growtrace({"run"});
     EXPECT_EQ(no_command.exit_code, 2);

@@ -14,6 +14,7 @@
 #include "format/checksum.h"
 #include "format/trace_format.h"
 #include "preload/log.h"
+#include "preload/sampler.h"
 
 namespace growtrace::preload {
 
@@ -82,7 +83,9 @@ bool TraceFile::open(const char* primary, Origin origin) {
     }
     format::FileHeader header{};
     memcpy(header.magic, format::kMagic, sizeof header.magic);
-    header.version = format::kVersion;
+    // Only a sampled trace may hold what version 4 added (CacheMisses): a full one stays
+    // readable by analyzers that know version 3.
+    header.version = sampling_enabled() ? format::kSampledVersion : format::kFullVersion;
     header.flags = format::kFlagBlockChecksums;
     complete_size_ = 0;
     if (!write_all(file_.raw(), &header, sizeof header)) {

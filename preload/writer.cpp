@@ -197,6 +197,8 @@ void cycle(bool final, bool write) {
         pthread_mutex_unlock(&g_global_mutex);
 
         write_thread_runs();
+        if (sampling_enabled() && (!sparse || now == g_last_mark_ns))
+            g_compactor.write_miss_counts(now_ticks(), final, append_compacted);
         if (final) {
             format::RecordEncoder end(format::RecordKind::End);
             end.varint(now_ticks()).varint(monotonic_ns());

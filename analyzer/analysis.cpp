@@ -112,7 +112,8 @@ private:
         uint32_t record;
         uint64_t tid, ticks, size, stack, seq;
     };
-    using AnyRecord = std::variant<CacheCreateRecord, CacheInsertRecord, CacheSizeRecord, TypeCreateRecord>;
+    using AnyRecord =
+        std::variant<CacheCreateRecord, CacheInsertRecord, CacheSizeRecord, TypeCreateRecord, CacheMissesRecord>;
     struct Batch {
         std::vector<Event> events;
         std::vector<AnyRecord> records;
@@ -184,6 +185,7 @@ private:
                             if constexpr (std::is_same_v<R, CacheCreateRecord>) tracker_.on_cache_create(r);
                             else if constexpr (std::is_same_v<R, CacheInsertRecord>) tracker_.on_cache_insert(r);
                             else if constexpr (std::is_same_v<R, CacheSizeRecord>) tracker_.on_cache_size(r);
+                            else if constexpr (std::is_same_v<R, CacheMissesRecord>) tracker_.on_cache_misses(r);
                             else tracker_.on_type_create(r);
                         },
                         batch.records[e.record]);
@@ -264,6 +266,7 @@ public:
     void on_cache_create(const CacheCreateRecord& r) override { python_feed_.record(r); }
     void on_cache_insert(const CacheInsertRecord& r) override { python_feed_.record(r); }
     void on_cache_size(const CacheSizeRecord& r) override { python_feed_.record(r); }
+    void on_cache_misses(const CacheMissesRecord& r) override { python_feed_.record(r); }
     // A class reported by the agent's gc scan comes without a stack: the allocation holding
     // it has the one that created it (looked up here, where the retention model is).
     void on_type_create(const TypeCreateRecord& r) override {

@@ -114,6 +114,17 @@ public:
         for (const auto& [id, entries] : r.entries) sizes.push_back(fmt::format("{}:{}", id, entries));
         line(fmt::format("CacheSize ticks={} [{}]", r.ticks, fmt::join(sizes, " ")));
     }
+    void on_cache_misses(const CacheMissesRecord& r) override {
+        std::vector<std::string> caches;
+        for (const CacheMissCounts& m : r.caches) {
+            std::vector<std::string> stacks;
+            for (const auto& [id, n] : m.stacks) stacks.push_back(fmt::format("{}x{}", id, n));
+            caches.push_back(fmt::format("{}:misses={},stored={},ticks={}..{},entries={}..{},stacks=[{}]", m.cache_id,
+                                         m.misses, m.stored, m.first_ticks, m.last_ticks, m.first_entries_before,
+                                         m.last_entries_after, fmt::join(stacks, " ")));
+        }
+        line(fmt::format("CacheMisses ticks={} [{}]", r.ticks, fmt::join(caches, " ")));
+    }
     void on_type_create(const TypeCreateRecord& r) override {
         line(fmt::format("TypeCreate tid={} ticks={} source={} address=0x{:x} stack={} class={} metaclass={} "
                          "allocation={}",

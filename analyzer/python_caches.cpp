@@ -111,9 +111,7 @@ void PythonTracker::on_cache_insert(const CacheInsertRecord& r) {
     auto& open = open_misses_[r.tid];
     open.emplace_back(r.cache_id, r.insert_seq);
     Cache& c = cache(r.cache_id);
-    if (c.insertions++ == 0) c.first_insert = r.ticks;
-    c.first_insert = std::min(c.first_insert, r.ticks);
-    c.last_insert = std::max(c.last_insert, r.ticks);
+    add_insertions(c, 1, r.ticks, r.ticks);
     c.samples.emplace_back(r.ticks, static_cast<int64_t>(r.entries_before));
     compact_samples(c);
     ++c.inserting_stacks[r.stack_id];
@@ -121,6 +119,30 @@ void PythonTracker::on_cache_insert(const CacheInsertRecord& r) {
         std::find(c.example_keys.begin(), c.example_keys.end(), r.key_desc) == c.example_keys.end())
         c.example_keys.push_back(r.key_desc);
     if (!r.key_type_addresses.empty()) c.key_types.emplace_back(r.ticks, r.key_type_addresses);
+}
+
+void PythonTracker::add_insertions(Cache& c, uint64_t count, uint64_t first_ticks, uint64_t last_ticks) {
+    if (count == 0) return;
+    if (c.insertions == 0) c.first_insert = first_ticks;
+    c.insertions += count;
+    c.first_insert = std::min(c.first_insert, first_ticks);
+    c.last_insert = std::max(c.last_insert, last_ticks);
+}
+
+// The misses a sampled trace's writer counted (caches with a maxsize) stand for the CacheInsert
+// records it did not write: as many insertions, the same first and last, the same inserting
+// stacks, and the entry counts at the first miss and after the last. No allocation is
+// attributed to them: the writer counts only misses during which its thread made no sample.
+void PythonTracker::on_cache_misses(const CacheMissesRecord& r) {
+    for (const CacheMissCounts& m : r.caches) {
+        if (m.misses == 0) continue;
+        Cache& c = cache(m.cache_id);
+        add_insertions(c, m.misses, m.first_ticks, m.last_ticks);
+        c.samples.emplace_back(m.first_ticks, static_cast<int64_t>(m.first_entries_before));
+        c.samples.emplace_back(m.last_ticks, static_cast<int64_t>(m.last_entries_after));
+        compact_samples(c);
+        for (const auto& [stack, n] : m.stacks) c.inserting_stacks[stack] += n;
+    }
 }
 
 namespace {

@@ -87,6 +87,7 @@ public:
     void on_cache_create(const CacheCreateRecord& r);
     void on_cache_insert(const CacheInsertRecord& r);
     void on_cache_size(const CacheSizeRecord& r);
+    void on_cache_misses(const CacheMissesRecord& r);
     void on_type_create(const TypeCreateRecord& r);
     void on_alloc_compact(const AllocCompactEvent& e);
     void on_free_compact(const FreeCompactEvent& e);
@@ -126,6 +127,7 @@ private:
     };
 
     Cache& cache(uint64_t id);
+    void add_insertions(Cache& c, uint64_t count, uint64_t first_ticks, uint64_t last_ticks);
     void add_retained(Cache& c, uint64_t ticks, double bytes);
     // Keeps a cache's entry-count series bounded: a long run with a busy cache would otherwise
     // hold a point per insertion (the series only serves curves and quarter-by-quarter tests).

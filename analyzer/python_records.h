@@ -45,6 +45,24 @@ struct CacheSizeRecord {
     std::vector<std::pair<uint64_t, int64_t>> entries;  // cache_id, entries (-1 = destroyed)
 };
 
+// Misses of caches with a maxsize, counted by the writer of a sampled trace (version 4) over a
+// window instead of written one by one: what the per-miss records would have told about them.
+struct CacheMissCounts {
+    uint64_t cache_id = 0;
+    uint64_t misses = 0;
+    uint64_t stored = 0;
+    uint64_t first_ticks = 0;  // begin of the first miss counted
+    uint64_t last_ticks = 0;   // begin of the last one
+    uint64_t first_entries_before = 0;
+    uint64_t last_entries_after = 0;  // entries once the last one ended (one more if stored)
+    std::vector<std::pair<uint64_t, uint64_t>> stacks;  // inserting stack id, misses
+};
+
+struct CacheMissesRecord {
+    uint64_t ticks = 0;
+    std::vector<CacheMissCounts> caches;
+};
+
 struct TypeCreateRecord {
     uint64_t tid = 0;
     uint64_t ticks = 0;

@@ -51,6 +51,34 @@ std::vector<std::string> split_cmdline(const std::string& joined) {
     return argv;
 }
 
+// Counts are checked against the bytes left before anything is reserved: each cache takes at
+// least 8 bytes, each stack 2.
+CacheMissesRecord decode_cache_misses(const RawRecord& rec, Cursor& c) {
+    CacheMissesRecord r;
+    r.ticks = get_varint(rec, c);
+    const uint64_t n = get_varint(rec, c);
+    if (n > c.remaining() / 8) malformed(rec, "cache count exceeds record size");
+    r.caches.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) {
+        CacheMissCounts m;
+        m.cache_id = get_varint(rec, c);
+        m.misses = get_varint(rec, c);
+        m.stored = get_varint(rec, c);
+        m.first_ticks = get_varint(rec, c);
+        m.last_ticks = m.first_ticks + get_varint(rec, c);
+        m.first_entries_before = get_varint(rec, c);
+        m.last_entries_after = get_varint(rec, c);
+        const uint64_t stacks = get_varint(rec, c);
+        if (stacks > c.remaining() / 2) malformed(rec, "stack count exceeds record size");
+        for (uint64_t s = 0, id = 0; s < stacks; ++s) {
+            id += get_varint(rec, c);  // steps from the previous id
+            m.stacks.emplace_back(id, get_varint(rec, c));
+        }
+        r.caches.push_back(std::move(m));
+    }
+    return r;
+}
+
 }  // namespace
 
 void RecordDecoder::require_thread(const RawRecord& rec) const {
@@ -312,6 +340,9 @@ void RecordDecoder::decode(const RawRecord& rec) {
             visitor_.on_cache_size(r);
             return;
         }
+        case RecordKind::CacheMisses:
+            visitor_.on_cache_misses(decode_cache_misses(rec, c));
+            return;
     }
     visitor_.on_unknown(rec);
 }

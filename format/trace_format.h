@@ -24,7 +24,13 @@ inline constexpr char kMagic[8] = {'G', 'R', 'O', 'W', 'T', 'R', 'C', '\n'};
 //       file header's flags say so (kFlagBlockChecksums); a Sampling record follows the
 //       Process record: in a sampled trace every allocation record is a sample, weighted by
 //       its size (docs/trace-format.md, "Sampling"). Other records are as in version 2.
-inline constexpr uint32_t kVersion = 3;
+//   4 = a sampled trace may carry CacheMisses records: the misses of caches that have a
+//       maxsize, counted per window instead of one CacheInsert each. Only sampled traces are
+//       written as version 4 (kSampledVersion); a full trace is still version 3, so that an
+//       analyzer that knows version 3 refuses only the traces it would misread.
+inline constexpr uint32_t kVersion = 4;
+inline constexpr uint32_t kFullVersion = 3;
+inline constexpr uint32_t kSampledVersion = 4;
 
 struct FileHeader {
     char magic[8];
@@ -152,6 +158,13 @@ enum class RecordKind : uint8_t {
     // Entry counts of caches, sampled by the writer.  varint ticks, varint count,
     //   count x (varint cache_id, svarint entries); entries -1 = the cache was destroyed
     CacheSize = 0x33,
+    // Version 4, sampled traces only: misses of caches with a maxsize (never findings) that
+    // the writer counted instead of writing them (docs/trace-format.md, "CacheMisses").
+    //   varint ticks, varint count, count x (varint cache_id, varint misses, varint stored,
+    //   varint first_ticks, varint last_ticks - first_ticks, varint first_entries_before,
+    //   varint last_entries_after, varint stacks, stacks x (varint stack_id step, varint misses)):
+    //   stack ids in increasing order, each the step from the previous one (the first from 0)
+    CacheMisses = 0x34,
 };
 
 inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;

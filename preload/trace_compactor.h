@@ -38,6 +38,10 @@ public:
     // are exact where they cross it, so the reader can tell the frees of shutdown from those
     // before, though times are otherwise written to kTimeQuantum only.
     void mark_exit(uint64_t ticks);
+    // Sampled traces: writes the CacheMisses records of the misses counted since the last call
+    // (at `ticks`, the writer's clock), once every thread's buffer has been processed. `final`
+    // (the trace ends) counts the misses still held open too.
+    void write_miss_counts(uint64_t ticks, bool final, Sink sink);
 
     uint64_t live_allocations() const { return live_.size; }
 
@@ -83,14 +87,57 @@ private:
     // its memory stay exact.
     static constexpr size_t kKeptKeyDescriptions = format::kSampledKeyDescriptionsPerCache;
     static constexpr size_t kTrackedCaches = 256;
-    struct KeyDescriptions {
+
+    // Sampled traces also count, rather than write, the misses of caches that have a maxsize
+    // (bounded: never a finding): a miss's begin is held back until its end, and counted then
+    // (CacheMisses, once a second) unless its thread wrote a sample meanwhile, or another miss
+    // began that is written; then the held begins are written where they stand, so every
+    // sample is attributed to the same miss as in a full trace. Misses showing one of a
+    // cache's first 64 distinct key descriptions are written too: the example keys and the
+    // memory per miss stay exact, and the misses of unbounded caches are all written.
+    // Distinct inserting stacks counted per cache and window: a service whose requests each run
+    // in a new thread gives nearly every miss a stack of its own (tens per cache and second).
+    static constexpr size_t kWindowStacks = 64;
+    struct MissWindow {
+        uint64_t misses = 0, stored = 0;
+        uint64_t first_ticks = 0, last_ticks = 0, first_entries_before = 0, last_entries_after = 0;
+        uint32_t stacks = 0;
+        uint64_t stack_ids[kWindowStacks] = {}, stack_misses[kWindowStacks] = {};
+    };
+    struct CacheState {
         uint64_t cache_id = 0;  // 0 = free slot (the agent's ids start at 1)
+        bool bounded = false;   // announced with a maxsize (in this trace)
         uint32_t count = 0;
         uint64_t hashes[kKeptKeyDescriptions] = {};
+        MissWindow window;
     };
+    static constexpr size_t kHeldThreads = 16, kHeldDepth = 4, kHeldPayload = 1024;
+    struct HeldMiss {
+        uint64_t cache_id, seq, stack, entries_before, ticks;
+        uint32_t size;  // of payload: the CacheInsert payload after its dticks
+        uint8_t payload[kHeldPayload];
+    };
+    struct HeldThread {
+        uint64_t tid = 0;
+        uint32_t depth = 0;  // 0 = free slot
+        HeldMiss misses[kHeldDepth] = {};
+    };
+
+    // The state of a cache; `claim` takes a free slot for a cache not seen yet. nullptr: not
+    // tracked (more caches than kTrackedCaches).
+    CacheState* cache_state(uint64_t cache_id, bool claim);
     // The CacheInsert payload after its dticks, rewritten with an empty key description into
-    // `out` when the description is one too many; 0 = keep it as it is.
-    size_t elide_key_description(const uint8_t* rest, size_t size, uint8_t* out);
+    // `out` when the description is one too many; 0 = keep it as it is. `first_seen`: the
+    // description is one of the cache's first kKeptKeyDescriptions distinct ones.
+    size_t elide_key_description(const uint8_t* rest, size_t size, uint8_t* out, bool& first_seen);
+    void note_cache_create(const uint8_t* rest, size_t size);
+    // A sampled CacheInsert: true when it is held or counted (nothing to write now); otherwise
+    // the thread's held misses have been written and the record is to be written after them.
+    bool count_miss(const uint8_t* rest, size_t size, bool first_seen);
+    bool fold(const HeldMiss& m, bool stored, bool force);
+    HeldThread* held_thread(uint64_t tid, bool claim);
+    void write_held();
+    void write_thread_event(uint8_t kind, const uint8_t* rest, size_t size);
 
     uint64_t type_allocation(const uint8_t* payload, size_t size);
     void emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack);
@@ -110,12 +157,15 @@ private:
     // Current run.
     uint64_t run_ticks_ = 0;    // ticks of the last event decoded (thread's own clock)
     uint64_t run_addr_ = 0;
+    uint64_t run_tid_ = 0;
     uint64_t written_ticks_ = 0;  // time the reader believes the run is at
     uint64_t exit_ticks_ = 0;     // 0: not exiting
     bool sampled_ = false;        // the trace is sampled (coarser time grid, elided key descriptions)
     Sink sink_ = nullptr;
     uint8_t record_[kMaxRebasedRecord + 1 + 10] = {};
-    KeyDescriptions keys_[kTrackedCaches] = {};
+    CacheState caches_[kTrackedCaches] = {};
+    HeldThread held_[kHeldThreads] = {};
+    uint64_t held_count_ = 0;  // misses held, all threads
 };
 
 }  // namespace growtrace::preload

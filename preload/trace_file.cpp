@@ -15,6 +15,7 @@
 #include "format/trace_format.h"
 #include "preload/descriptors.h"
 #include "preload/log.h"
+#include "preload/sampler.h"
 
 namespace growtrace::preload {
 
@@ -52,7 +53,9 @@ bool TraceFile::try_create(const char* path) {
     struct stat st;
     format::FileHeader header{};
     memcpy(header.magic, format::kMagic, sizeof header.magic);
-    header.version = format::kVersion;
+    // Only a sampled trace may hold what version 4 added (CacheMisses): a full one stays
+    // readable by analyzers that know version 3.
+    header.version = sampling_enabled() ? format::kSampledVersion : format::kFullVersion;
     header.flags = format::kFlagBlockChecksums;
     bool written = fstat(fd, &st) == 0 && write_all(fd, &header, sizeof header);
     if (!written && !last_errno_) last_errno_ = errno;

@@ -168,9 +168,15 @@ void collect(Buffer* buffer) { g_collected.add(buffer); }
 
 // Each thread's runs must reach the compactor in the order the thread wrote them. Taking the
 // current buffers first and the full queue second collects, for every thread, a contiguous
-// series of its buffers; putting them in start order restores it.
-void write_thread_runs() {
-    recorder_collect_thread_buffers(collect);
+// series of its buffers; putting them in start order restores it. Without the current buffers
+// (`current` false: a sampled trace takes them once a second) the full queue alone is still
+// such a series: the buffers a thread handed over since the last cycle, which its current
+// buffer follows. So a full buffer never waits for the next second, and its producer never
+// waits longer for a free one than in a full trace. Unmatched frees are aged only in the cycles
+// that saw every thread's events, since the allocation they wait for may sit in a current
+// buffer until then.
+void write_thread_runs(bool current) {
+    if (current) recorder_collect_thread_buffers(collect);
     g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     for (Buffer* b = pool_take_full(); b;) {
         Buffer* next = b->next;
@@ -178,7 +184,7 @@ void write_thread_runs() {
         b = next;
     }
     g_collected.drain(append_buffer);
-    g_compactor.end_cycle();
+    if (current) g_compactor.end_cycle();
 }
 
 void emit_time_mark() {
@@ -193,7 +199,10 @@ void cycle(bool final, bool write) {
         module_map_scan(writer_emit, g_scan_requested.exchange(false));
         const uint64_t now = monotonic_ns();
         const bool sparse = sampling_enabled() && !write && !final;
-        if (!sparse || now - g_last_mark_ns >= kSampledMarkNs) {
+        // Sampled: the threads' current buffers, a time mark and the caches' sizes once a
+        // second (fewer Thread runs and Time records); full buffers every cycle.
+        const bool every_thread = !sparse || now - g_last_mark_ns >= kSampledMarkNs;
+        if (every_thread) {
             emit_time_mark();
             python::poll_cache_sizes(writer_emit);
             g_last_mark_ns = now;
@@ -204,7 +213,8 @@ void cycle(bool final, bool write) {
         g_global_used = 0;
         pthread_mutex_unlock(&g_global_mutex);
 
-        write_thread_runs();
+        write_thread_runs(every_thread);
+        if (every_thread && sampling_enabled()) g_compactor.write_miss_counts(now_ticks(), final, append_compacted);
         if (final) {
             format::RecordEncoder end(format::RecordKind::End);
             end.varint(now_ticks()).varint(monotonic_ns());

@@ -298,6 +298,55 @@ TEST_P(PythonModes, BoundedLruFedEndlessKeysIsNotAFinding) {
     EXPECT_TRUE(seen) << report["caches"].dump().substr(0, 2000);
 }
 
+// A sampled trace counts the misses of a cache with a maxsize instead of writing each one
+// (CacheMisses, trace format 4): the cache stays quiet, and its line in the report still has every
+// miss the program made, as in a full trace.
+TEST_P(PythonModes, BoundedCacheShowsEveryMissWhetherCountedOrWritten) {
+    const PythonUnderTest& py = python();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    ScratchDir dir;
+    const std::string trace = dir / "py.gtrace";
+    ProcessResult run = trace_program(dir, trace, {py.python, kPrograms + "bounded_lru.py", "--iterations", "30000"}, 0,
+                                      mode_options(std::get<1>(GetParam())));
+    const size_t at = run.out.find("misses=");
+    ASSERT_NE(at, std::string::npos) << run.out;
+    const int misses = std::stoi(run.out.substr(at + 7));
+    EXPECT_EQ(misses, 30000);
+    json report = analyze_json(dir, trace);
+    EXPECT_EQ(report["trace_format_version"], sampled() ? 4 : 3);
+    EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty()) << report["findings"].dump().substr(0, 2000);
+    bool seen = false;
+    for (const json& c : report["caches"]) {
+        if (c["name"] != "__main__.render") continue;
+        seen = true;
+        EXPECT_EQ(c["verdict"], "bounded");
+        EXPECT_EQ(c["insertions"].get<int>(), misses) << "every miss, counted or written";
+        // 64, or 65: the analyzer takes a store into a full cache as one entry more (the
+        // eviction is not recorded), in both modes alike.
+        EXPECT_GE(c["entries_last"].get<int>(), 64);
+        EXPECT_LE(c["entries_last"].get<int>(), 65);
+        EXPECT_TRUE(has_frame(c["inserted_from"], "main", "bounded_lru.py", python_mark("bounded_lru.py", "cache_call")))
+            << c["inserted_from"].dump();
+        EXPECT_FALSE(c["example_keys"].empty());
+    }
+    EXPECT_TRUE(seen) << report["caches"].dump().substr(0, 2000);
+    ProcessResult text = growtrace({"analyze", trace});
+    EXPECT_NE(text.out.find("__main__.render (bounded by its maxsize of 64 entries"), std::string::npos) << text.out;
+
+    // How the misses were recorded: one by one in a full trace; in a sampled one, counted
+    // except those that made a sample (a few hundred of 30,000 at 512K).
+    ProcessResult dump = growtrace({"dump", trace});
+    size_t begins = 0, pos = 0;
+    while ((pos = dump.out.find(" begin stack=", pos)) != std::string::npos) ++begins, ++pos;
+    if (sampled()) {
+        EXPECT_NE(dump.out.find("CacheMisses "), std::string::npos);
+        EXPECT_LT(begins, 3000u);
+    } else {
+        EXPECT_EQ(dump.out.find("CacheMisses "), std::string::npos);
+        EXPECT_GE(begins, 30000u);
+    }
+}
+
 TEST_P(PythonModes, UnboundedCacheOverFiniteKeysIsNotAFinding) {
     const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);

@@ -220,6 +220,28 @@ TEST(Stress, FailedReallocLeavesTheBlockAsItWas) {
     EXPECT_EQ(report.live_bytes_in("mode_failed_realloc"), 200u * 40000u) << report.summary();
 }
 
+// Sampled mode takes the threads' current buffers once a second, but a buffer that fills up is
+// handed over at once and written at the next cycle: with a sample point per byte every block is
+// a sample (weight 1), a million of them fill hundreds of 64 KiB buffers well within a second,
+// and every allocation and free must still be in the trace.
+TEST(Stress, SampledBuffersThatFillUpAreWrittenWithoutLoss) {
+    ScratchDir dir;
+    std::string trace = dir / "live.gtrace";
+    ProcessResult plain = untraced({"live", "1000000", "0"});
+    std::vector<std::string> run{"run", "--sample", "1", "-o", trace, "--"};
+    for (const std::string& a : stress_args({"live", "1000000", "0"})) run.push_back(a);
+    ProcessResult r = growtrace(run, {.cwd = dir.path().string(), .timeout_seconds = 120});
+    expect_same_behaviour(plain, r, true);
+    nlohmann::json json = analyze_json(dir, trace);
+    EXPECT_EQ(json["sampling"]["mean_bytes"], 1);
+    Report report(json);
+    auto site = report.stack_in("live_keep");
+    ASSERT_TRUE(site) << report.summary();
+    EXPECT_EQ(site->allocations, 1000000u);
+    EXPECT_EQ(site->live_count, 0u) << "every free matched its allocation";
+    EXPECT_EQ(json["totals"]["unmatched_frees"], 0);
+}
+
 TEST(Stress, PosixMemalignLargeAlignmentsAreExact) {
     ScratchDir dir;
     Report report = same_both_ways(dir, {"memalign"}, "memalign: 18 aligned blocks kept, alignment 24 gives EINVAL\n");

@@ -262,5 +262,99 @@ TEST(PythonCaches, LongRunKeepsTheEntrySeriesBounded) {
     EXPECT_EQ(f.caches[0].insertions, 200000u);
 }
 
+// A sampled trace's writer counts the misses of a cache with a maxsize (CacheMisses) instead of
+// writing them, except those during which a sample was made. The figures the report gives for
+// the cache must be those the misses written one by one would have given.
+TEST(PythonCaches, CountedMissesOfABoundedCacheGiveTheSameFiguresAsTheMissesThemselves) {
+    PythonTracker per_miss, counted;
+    per_miss.set_sample_period(512 * 1024);
+    counted.set_sample_period(512 * 1024);
+    for (PythonTracker* t : {&per_miss, &counted}) t->on_cache_create(cache(1, 128));
+    // 400 misses over 4 s from two stacks and two threads; one in 25 computes a sample.
+    CacheMissesRecord window;
+    uint64_t alloc_seq = 0, entries = 0, window_end = kSecond;
+    auto flush_window = [&] {
+        if (!window.caches.empty()) counted.on_cache_misses(window);
+        window = CacheMissesRecord{};
+        window.ticks = window_end;
+    };
+    for (uint64_t i = 0; i < 400; ++i) {
+        const uint64_t ticks = 1000 + i * kSecond / 100;
+        if (ticks >= window_end) {
+            flush_window();
+            window_end += kSecond;
+        }
+        const uint64_t tid = 1 + i % 2, stack = i % 3 ? 7 : 8;
+        const bool stored = i % 10 != 9;  // some raise
+        CacheInsertRecord begin;
+        begin.tid = tid;
+        begin.ticks = ticks;
+        begin.cache_id = 1;
+        begin.insert_seq = i + 1;
+        begin.stack_id = stack;
+        begin.entries_before = entries;
+        CacheInsertRecord end = begin;
+        end.phase = stored ? CacheInsertRecord::Stored : CacheInsertRecord::Raised;
+        end.ticks = ticks + 5;
+        const bool sampled = i % 25 == 0;
+        std::vector<PythonTracker*> one_by_one{&per_miss};
+        if (sampled) one_by_one.push_back(&counted);  // the writer writes that one in full
+        if (sampled) ++alloc_seq;
+        for (PythonTracker* t : one_by_one) {
+            t->on_cache_insert(begin);
+            if (sampled) t->on_alloc_compact(AllocCompactEvent{tid, ticks + 1, 2000, 3, alloc_seq});
+            t->on_cache_insert(end);
+        }
+        if (!sampled) {
+            if (window.caches.empty()) {
+                window.caches.emplace_back();
+                window.caches[0].cache_id = 1;
+                window.caches[0].first_ticks = ticks;
+                window.caches[0].first_entries_before = entries;
+            }
+            CacheMissCounts& m = window.caches[0];
+            ++m.misses;
+            m.stored += stored;
+            m.last_ticks = ticks;
+            m.last_entries_after = entries + stored;
+            auto s = std::find_if(m.stacks.begin(), m.stacks.end(), [&](const auto& p) { return p.first == stack; });
+            if (s == m.stacks.end()) m.stacks.emplace_back(stack, 1);
+            else ++s->second;
+        }
+        if (stored && entries < 128) ++entries;
+        if (i == 150) {  // an entry freed: the sample of miss 0 is no longer held
+            for (PythonTracker* t : {&per_miss, &counted}) t->on_free_compact(FreeCompactEvent{1, ticks + 2, 1});
+        }
+    }
+    flush_window();
+    for (PythonTracker* t : {&per_miss, &counted}) {
+        CacheSizeRecord size;
+        size.ticks = 4 * kSecond + 10;
+        size.entries = {{1, static_cast<int64_t>(entries)}};
+        t->on_cache_size(size);
+    }
+    PythonFindings a = per_miss.finish(seconds, 4.5), b = counted.finish(seconds, 4.5);
+    ASSERT_EQ(a.caches.size(), 1u);
+    ASSERT_EQ(b.caches.size(), 1u);
+    const CacheFinding &x = a.caches[0], &y = b.caches[0];
+    EXPECT_EQ(x.insertions, 400u);
+    EXPECT_EQ(y.insertions, x.insertions);
+    EXPECT_EQ(y.entries_first, x.entries_first);
+    EXPECT_EQ(y.entries_last, x.entries_last);
+    EXPECT_EQ(x.entries_last, 128u);
+    EXPECT_EQ(y.inserted_from_stack, x.inserted_from_stack);
+    EXPECT_EQ(x.inserted_from_stack, 7u);
+    EXPECT_DOUBLE_EQ(y.started_at_s, x.started_at_s);
+    EXPECT_GT(x.retained_bytes, 0u);
+    EXPECT_EQ(y.retained_bytes, x.retained_bytes);
+    EXPECT_EQ(y.live_allocations, x.live_allocations);
+    EXPECT_EQ(y.retained_samples, x.retained_samples);
+    EXPECT_EQ(x.retained_samples, 15u);
+    EXPECT_FALSE(x.unbounded);
+    EXPECT_FALSE(y.unbounded);
+    EXPECT_EQ(y.reason, x.reason);
+    EXPECT_EQ(y.growth_entries_per_s, x.growth_entries_per_s);
+}
+
 }  // namespace
 }  // namespace growtrace

@@ -35,6 +35,7 @@ struct Collector : RecordVisitor {
     std::vector<ExecRecord> execs;
     std::vector<TracerErrorRecord> errors;
     std::vector<uint8_t> unknown_kinds;
+    std::vector<CacheMissesRecord> miss_counts;
 
     void on_process(const ProcessRecord& r) override { processes.push_back(r); }
     void on_module(const ModuleRecord& r) override { modules.push_back(r); }
@@ -53,6 +54,7 @@ struct Collector : RecordVisitor {
     void on_exec(const ExecRecord& r) override { execs.push_back(r); }
     void on_tracer_error(const TracerErrorRecord& r) override { errors.push_back(r); }
     void on_unknown(const RawRecord& r) override { unknown_kinds.push_back(r.kind); }
+    void on_cache_misses(const CacheMissesRecord& r) override { miss_counts.push_back(r); }
 };
 
 std::string read_error(const std::string& path) {
@@ -383,6 +385,47 @@ TEST(AnalyzerReader, NeverCrashesOnByteFlips) {
             }
         }
     }
+}
+
+// CacheMisses (version 4): per cache, the counted misses, their first and last ticks (the
+// last as a delta), the entry counts and the inserting stacks with their misses.
+TEST(AnalyzerReader, DecodesCacheMissCounts) {
+    format::RecordEncoder rec(format::RecordKind::CacheMisses);
+    rec.varint(5000).varint(2);
+    rec.varint(3).varint(40).varint(38).varint(1000).varint(900).varint(12).varint(128).varint(2);
+    rec.varint(7).varint(30).varint(2).varint(10);  // stacks 7 and 9, as steps
+    rec.varint(4).varint(1).varint(1).varint(4000).varint(0).varint(0).varint(1).varint(0);
+    TraceBuilder b;
+    b.process(1, 0, 0, "/usr/bin/python3", "python3").record(rec).end(6000, 6000);
+    const std::string path = temp_trace_path("cache_misses");
+    b.write(path, format::kSampledVersion);
+    Collector c;
+    read_trace(path, c);
+    ASSERT_EQ(c.miss_counts.size(), 1u);
+    const CacheMissesRecord& r = c.miss_counts[0];
+    EXPECT_EQ(r.ticks, 5000u);
+    ASSERT_EQ(r.caches.size(), 2u);
+    EXPECT_EQ(r.caches[0].cache_id, 3u);
+    EXPECT_EQ(r.caches[0].misses, 40u);
+    EXPECT_EQ(r.caches[0].stored, 38u);
+    EXPECT_EQ(r.caches[0].first_ticks, 1000u);
+    EXPECT_EQ(r.caches[0].last_ticks, 1900u);
+    EXPECT_EQ(r.caches[0].first_entries_before, 12u);
+    EXPECT_EQ(r.caches[0].last_entries_after, 128u);
+    EXPECT_EQ(r.caches[0].stacks, (std::vector<std::pair<uint64_t, uint64_t>>{{7, 30}, {9, 10}}));
+    EXPECT_EQ(r.caches[1].cache_id, 4u);
+    EXPECT_EQ(r.caches[1].last_ticks, 4000u);
+    EXPECT_TRUE(r.caches[1].stacks.empty());
+    EXPECT_TRUE(c.unknown_kinds.empty());
+}
+
+TEST(AnalyzerReader, CacheMissCountsClaimingMoreCachesThanTheRecordHoldsAreAnError) {
+    format::RecordEncoder rec(format::RecordKind::CacheMisses);
+    rec.varint(5000).varint(1000).varint(3).varint(40);
+    TraceBuilder b;
+    b.process(1, 0, 0, "/usr/bin/python3", "python3").record(rec);
+    EXPECT_NE(read_error(b.bytes(format::kSampledVersion), "cache_misses_bad").find("cache count exceeds record size"),
+              std::string::npos);
 }
 
 }  // namespace

@@ -104,6 +104,15 @@ protected:
     std::vector<OutRecord> process(const RunBuilder& runs) {
         size_t first = g_sink_calls.size();
         compactor.process(runs.bytes().data(), runs.bytes().size(), collect);
+        return decode_from(first);
+    }
+    // The CacheMisses records of the misses counted so far.
+    std::vector<OutRecord> miss_counts(uint64_t ticks, bool final = false) {
+        size_t first = g_sink_calls.size();
+        compactor.write_miss_counts(ticks, final, collect);
+        return decode_from(first);
+    }
+    std::vector<OutRecord> decode_from(size_t first) {
         std::vector<OutRecord> out;
         for (size_t i = first; i < g_sink_calls.size(); ++i) {
             const std::vector<uint8_t>& call = g_sink_calls[i];
@@ -125,6 +134,7 @@ protected:
                     EXPECT_TRUE(p.varint(r.a));
                     break;
                 case RecordKind::CacheInsert:
+                case RecordKind::CacheCreate:
                 case RecordKind::TypeCreate: {
                     int64_t dticks = 0;
                     EXPECT_TRUE(p.svarint(dticks));
@@ -133,6 +143,10 @@ protected:
                     p.skip(p.remaining());
                     break;
                 }
+                case RecordKind::CacheMisses:
+                    r.payload.assign(p.position(), p.position() + p.remaining());
+                    p.skip(p.remaining());
+                    break;
                 default:
                     ADD_FAILURE() << "unexpected record kind " << int(kind);
             }
@@ -580,6 +594,208 @@ TEST_F(SampledCompactorTest, TimesAreWrittenOnTheSampledGrid) {
                                                    RecordKind::CacheInsert}));
     EXPECT_EQ((kBase + static_cast<uint64_t>(format::zigzag_decode(out[1].a))) % kGrid, 0u);
     EXPECT_EQ(format::zigzag_decode(out[3].a), 0) << "at the run's written time";
+}
+
+// --- sampled traces: the misses of caches with a maxsize are counted ---
+
+// CacheCreate body: cache, flags, maxsize, wrapper, dict, stack, entries, module, qualname,
+// creator module, creator file, line, bound names.
+std::vector<uint8_t> cache_create(uint64_t cache, int64_t maxsize) {
+    std::vector<uint8_t> body = varints({cache, 0, format::zigzag_encode(maxsize), 0x100, 0x200, 0, 0});
+    for (const char* s : {"mod", "f", "mod", "mod.py"}) {
+        std::vector<uint8_t> str = with_string({}, s, {});
+        body.insert(body.end(), str.begin(), str.end());
+    }
+    std::vector<uint8_t> tail = with_string(varints({3}), "mod.f", {});
+    body.insert(body.end(), tail.begin(), tail.end());
+    return body;
+}
+
+// CacheInsert end: phase (1 stored, 2 raised), cache, seq, value type.
+std::vector<uint8_t> miss_end(uint64_t cache, uint64_t seq, bool stored = true) {
+    return with_string(varints({stored ? 1u : 2u, cache, seq}), stored ? "int" : "", {});
+}
+
+struct MissCount {
+    uint64_t cache = 0, misses = 0, stored = 0, first = 0, last = 0, first_entries = 0, last_entries = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> stacks;
+};
+
+std::vector<MissCount> decode_counts(const std::vector<OutRecord>& records) {
+    std::vector<MissCount> out;
+    for (const OutRecord& r : records) {
+        EXPECT_EQ(r.kind, RecordKind::CacheMisses);
+        format::Cursor c(r.payload.data(), r.payload.data() + r.payload.size());
+        uint64_t ticks = 0, n = 0;
+        EXPECT_TRUE(c.varint(ticks) && c.varint(n));
+        for (uint64_t i = 0; i < n; ++i) {
+            MissCount m;
+            uint64_t delta = 0, stacks = 0;
+            EXPECT_TRUE(c.varint(m.cache) && c.varint(m.misses) && c.varint(m.stored) && c.varint(m.first) &&
+                        c.varint(delta) && c.varint(m.first_entries) && c.varint(m.last_entries) && c.varint(stacks));
+            m.last = m.first + delta;
+            for (uint64_t s = 0, id = 0; s < stacks; ++s) {
+                uint64_t step = 0, count = 0;
+                EXPECT_TRUE(c.varint(step) && c.varint(count));
+                id += step;
+                m.stacks.emplace_back(id, count);
+            }
+            out.push_back(m);
+        }
+        EXPECT_TRUE(c.at_end());
+    }
+    return out;
+}
+
+size_t count_kind(const std::vector<OutRecord>& records, RecordKind kind) {
+    return static_cast<size_t>(std::count_if(records.begin(), records.end(), [&](const OutRecord& r) { return r.kind == kind; }));
+}
+
+constexpr uint64_t kGrid = uint64_t{1} << 23;
+
+// Misses of a cache with a maxsize whose thread made no sample meanwhile leave no record of
+// their own: they are counted, per cache, with their stacks and entry counts, and the count is
+// written by write_miss_counts. The first miss of each distinct key is still written (the
+// example keys), and an unbounded cache's misses are all written.
+TEST_F(SampledCompactorTest, MissesOfABoundedCacheAreCountedUnlessTheyHoldASample) {
+    RunBuilder run;
+    run.thread(1, 10 * kGrid).event(RecordKind::CacheCreate, 10 * kGrid, cache_create(1, 128));
+    run.event(RecordKind::CacheCreate, 10 * kGrid, cache_create(2, -1));
+    uint64_t t = 10 * kGrid;
+    for (uint64_t i = 0; i < 20; ++i) {
+        t += kGrid;
+        run.event(RecordKind::CacheInsert, t, miss(1, i + 1, "same key"));
+        run.event(RecordKind::CacheInsert, t + 10, miss_end(1, i + 1, i != 5));
+        run.event(RecordKind::CacheInsert, t + 20, miss(2, i + 1, "same key"));
+        run.event(RecordKind::CacheInsert, t + 30, miss_end(2, i + 1));
+    }
+    // A miss of the bounded cache during which a sample is made: written, begin, sample, end.
+    run.event(RecordKind::CacheInsert, t + kGrid, miss(1, 21, "same key")).alloc(t + kGrid + 5, 48, kA, 4);
+    run.event(RecordKind::CacheInsert, t + kGrid + 9, miss_end(1, 21));
+    std::vector<OutRecord> out = process(run);
+
+    std::vector<std::pair<uint64_t, uint64_t>> written;  // cache, seq of the written begins
+    for (const OutRecord& r : out) {
+        if (r.kind != RecordKind::CacheInsert) continue;
+        format::Cursor c(r.payload.data(), r.payload.data() + r.payload.size());
+        uint64_t phase = 0, cache = 0, seq = 0;
+        ASSERT_TRUE(c.varint(phase) && c.varint(cache) && c.varint(seq));
+        if (phase == 0) written.emplace_back(cache, seq);
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> expected{{1, 1}};
+    for (uint64_t i = 0; i < 20; ++i) expected.emplace_back(2, i + 1);
+    expected.emplace_back(1, 21);
+    EXPECT_EQ(written, expected);
+    EXPECT_EQ(count_kind(out, RecordKind::CacheInsert), 2 * expected.size()) << "each written begin has its end";
+    // The sample falls inside the written miss 21 of cache 1.
+    ASSERT_GE(out.size(), 3u);
+    EXPECT_EQ(out[out.size() - 1].kind, RecordKind::CacheInsert);
+    EXPECT_EQ(out[out.size() - 2].kind, RecordKind::AllocCompact);
+
+    std::vector<MissCount> counts = decode_counts(miss_counts(99 * kGrid));
+    ASSERT_EQ(counts.size(), 1u);
+    EXPECT_EQ(counts[0].cache, 1u);
+    EXPECT_EQ(counts[0].misses, 19u);
+    EXPECT_EQ(counts[0].stored, 18u);
+    EXPECT_EQ(counts[0].first, 12 * kGrid);  // miss 2 (on the grid)
+    EXPECT_EQ(counts[0].last, 30 * kGrid);   // miss 20
+    EXPECT_EQ(counts[0].first_entries, 2u);  // miss() gives entries_before = seq
+    EXPECT_EQ(counts[0].last_entries, 21u);
+    EXPECT_EQ(counts[0].stacks, (std::vector<std::pair<uint64_t, uint64_t>>{{7, 19}}));
+    EXPECT_TRUE(miss_counts(100 * kGrid).empty()) << "a window is written once";
+}
+
+// A held miss stays in its place among the thread's other misses: when a miss that is written
+// begins inside it, or a sample is made in a miss nested in it, the held begins are written
+// first, outermost first, so the reader attributes the sample to the same (innermost) miss.
+TEST_F(SampledCompactorTest, HeldMissesAreWrittenOutermostFirstWhenSomethingInsideThemIs) {
+    RunBuilder run;
+    run.thread(1, 10 * kGrid).event(RecordKind::CacheCreate, 10 * kGrid, cache_create(1, 128));
+    run.event(RecordKind::CacheCreate, 10 * kGrid, cache_create(2, -1));
+    run.event(RecordKind::CacheInsert, 11 * kGrid, miss(1, 1, "k")).event(RecordKind::CacheInsert, 11 * kGrid + 1,
+                                                                          miss_end(1, 1));  // key k is now known
+    run.event(RecordKind::CacheInsert, 12 * kGrid, miss(1, 2, "k"));      // held
+    run.event(RecordKind::CacheInsert, 12 * kGrid + 1, miss(1, 3, "k"));  // held, nested
+    run.event(RecordKind::CacheInsert, 12 * kGrid + 2, miss(2, 1, "u"));  // written: the two come first
+    run.alloc(12 * kGrid + 3, 100, kA, 4);
+    run.event(RecordKind::CacheInsert, 12 * kGrid + 4, miss_end(2, 1));
+    run.event(RecordKind::CacheInsert, 12 * kGrid + 5, miss_end(1, 3));
+    run.event(RecordKind::CacheInsert, 12 * kGrid + 6, miss_end(1, 2));
+    std::vector<OutRecord> out = process(run);
+    std::vector<std::string> seen;
+    for (const OutRecord& r : out) {
+        if (r.kind == RecordKind::AllocCompact) seen.push_back("alloc");
+        if (r.kind != RecordKind::CacheInsert) continue;
+        format::Cursor c(r.payload.data(), r.payload.data() + r.payload.size());
+        uint64_t phase = 0, cache = 0, seq = 0;
+        ASSERT_TRUE(c.varint(phase) && c.varint(cache) && c.varint(seq));
+        seen.push_back((phase == 0 ? "begin " : "end ") + std::to_string(cache) + "." + std::to_string(seq));
+    }
+    EXPECT_EQ(seen, (std::vector<std::string>{"begin 1.1", "end 1.1", "begin 1.2", "begin 1.3", "begin 2.1", "alloc",
+                                              "end 2.1", "end 1.3", "end 1.2"}));
+    EXPECT_TRUE(miss_counts(20 * kGrid).empty());
+
+    // A sample straight inside a held miss writes it; one in another thread does not.
+    RunBuilder more;
+    more.thread(1, 13 * kGrid).event(RecordKind::CacheInsert, 13 * kGrid, miss(1, 4, "k"));
+    more.thread(2, 13 * kGrid).alloc(13 * kGrid + 1, 100, kB, 4);
+    more.thread(1, 13 * kGrid + 2).event(RecordKind::CacheInsert, 13 * kGrid + 3, miss_end(1, 4));
+    more.thread(1, 14 * kGrid).event(RecordKind::CacheInsert, 14 * kGrid, miss(1, 5, "k"));
+    more.alloc(14 * kGrid + 1, 100, kB + 256, 4).event(RecordKind::CacheInsert, 14 * kGrid + 2, miss_end(1, 5));
+    std::vector<OutRecord> later = process(more);
+    EXPECT_EQ(count_kind(later, RecordKind::CacheInsert), 2u) << "miss 5 only, begin and end";
+    std::vector<MissCount> counts = decode_counts(miss_counts(20 * kGrid));
+    ASSERT_EQ(counts.size(), 1u);
+    EXPECT_EQ(counts[0].misses, 1u);  // miss 4
+    EXPECT_EQ(counts[0].first, 13 * kGrid);
+}
+
+// The trace ends (or the buffer ends) inside a held miss: it stays held across buffers, and the
+// final count includes it as a miss that was not stored.
+TEST_F(SampledCompactorTest, AMissStillOpenWhenTheTraceEndsIsCounted) {
+    RunBuilder run;
+    run.thread(1, 10 * kGrid).event(RecordKind::CacheCreate, 10 * kGrid, cache_create(1, 8));
+    run.event(RecordKind::CacheInsert, 11 * kGrid, miss(1, 1, "k")).event(RecordKind::CacheInsert, 11 * kGrid + 1,
+                                                                          miss_end(1, 1));
+    run.event(RecordKind::CacheInsert, 12 * kGrid, miss(1, 2, "k"));
+    EXPECT_EQ(count_kind(process(run), RecordKind::CacheInsert), 2u);
+    EXPECT_TRUE(miss_counts(13 * kGrid).empty()) << "still open: not counted yet";
+    std::vector<MissCount> counts = decode_counts(miss_counts(14 * kGrid, true));
+    ASSERT_EQ(counts.size(), 1u);
+    EXPECT_EQ(counts[0].misses, 1u);
+    EXPECT_EQ(counts[0].stored, 0u);
+}
+
+// Every miss of a window may come from a stack of its own (a new thread per request): each is
+// counted under its stack, the stacks written in increasing order as steps.
+TEST_F(SampledCompactorTest, CountedMissesKeepEachOfTheirStacks) {
+    RunBuilder run;
+    run.thread(1, 10 * kGrid).event(RecordKind::CacheCreate, 10 * kGrid, cache_create(1, 128));
+    run.event(RecordKind::CacheInsert, 11 * kGrid, miss(1, 1, "k")).event(RecordKind::CacheInsert, 11 * kGrid + 1,
+                                                                          miss_end(1, 1));
+    const uint64_t stacks[] = {900, 40, 41, 900, 7000};
+    uint64_t seq = 1;
+    for (uint64_t stack : stacks) {
+        ++seq;
+        run.event(RecordKind::CacheInsert, 12 * kGrid + seq, with_string(varints({0, 1, seq, stack, seq}), "k", {0}));
+        run.event(RecordKind::CacheInsert, 12 * kGrid + seq, miss_end(1, seq));
+    }
+    EXPECT_EQ(count_kind(process(run), RecordKind::CacheInsert), 2u);
+    std::vector<MissCount> counts = decode_counts(miss_counts(20 * kGrid));
+    ASSERT_EQ(counts.size(), 1u);
+    EXPECT_EQ(counts[0].misses, 5u);
+    EXPECT_EQ(counts[0].stacks, (std::vector<std::pair<uint64_t, uint64_t>>{{40, 1}, {41, 1}, {900, 2}, {7000, 1}}));
+}
+
+// A full trace writes every miss.
+TEST_F(TraceCompactorTest, FullTraceWritesEveryMissOfABoundedCache) {
+    RunBuilder run;
+    run.thread(1, 1000).event(RecordKind::CacheCreate, 1000, cache_create(1, 128));
+    for (uint64_t i = 0; i < 5; ++i)
+        run.event(RecordKind::CacheInsert, 1001 + 2 * i, miss(1, i + 1, "k"))
+            .event(RecordKind::CacheInsert, 1002 + 2 * i, miss_end(1, i + 1));
+    EXPECT_EQ(count_kind(process(run), RecordKind::CacheInsert), 10u);
+    EXPECT_TRUE(miss_counts(5000).empty());
 }
 
 }  // namespace

@@ -246,8 +246,23 @@ public:
     }
     void on_free_compact(const FreeCompactEvent& e) override {
         if (at_shutdown(e.ticks)) return;
-        model_.on_free_compact(e);
-        python_feed_.free(e);
+        auto collecting = collecting_.find(e.tid);
+        const uint64_t death = collecting != collecting_.end()
+                                   ? model_.on_garbage_free_compact(e, collecting->second)
+                                   : model_.on_free_compact(e);
+        // The CPython tracker sees the death where the model counted it: a class freed by a
+        // full collection was garbage since the previous one, not alive until this one.
+        python_feed_.free(FreeCompactEvent{e.tid, death ? death : e.ticks, e.seq});
+    }
+    // Full collections of the program's garbage collector, per collecting thread (its run holds
+    // the collection's frees between its start and its stop).
+    void on_collection(const CollectionRecord& r) override {
+        if (r.phase == CollectionRecord::Start) {
+            collecting_[r.tid] = last_full_collection_end_;
+            ++full_collections;
+            return;
+        }
+        if (collecting_.erase(r.tid)) last_full_collection_end_ = std::max(last_full_collection_end_, r.ticks);
     }
     // What a program frees once it has begun to exit (an interpreter tearing down its modules
     // and caches) is not its steady state: retention is measured when exiting began.
@@ -299,6 +314,7 @@ public:
     uint64_t sample_period = 0;
     uint64_t start_ticks = 0;
     uint64_t exit_ticks = 0;  // 0 = no Exiting record
+    uint64_t full_collections = 0;  // Collection start records (the agent reports full ones only)
     uint64_t last_ticks = 0;
     TickClock clock;
     std::unordered_map<uint64_t, StackNode> nodes;
@@ -310,6 +326,9 @@ public:
 
 private:
     PythonPipeline python_feed_{python};
+    // Threads inside a full collection -> end of the full collection before it (0: none).
+    std::unordered_map<uint64_t, uint64_t> collecting_;
+    uint64_t last_full_collection_end_ = 0;
     RetentionModel& model_;
     Symbolizer& symbolizer_;
     bool seen_process_ = false;
@@ -469,6 +488,7 @@ void explain_by_caches(AnalysisResult& out, const PythonTracker& python) {
 void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer) {
     if (c.python.empty()) return;
     auto seconds = [&](uint64_t ticks) { return c.clock.seconds(static_cast<double>(ticks)); };
+    c.python.set_exit_ticks(c.exit_ticks);
     PythonFindings found = c.python.finish(seconds, out.duration_s);
     for (CacheFinding& f : found.caches) {
         CacheReport report{std::move(f), {}};

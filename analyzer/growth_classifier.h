@@ -38,8 +38,13 @@ struct GrowthVerdict {
     double started_at_s = 0;       // first window with a birth
     double plateau_at_s = 0;       // bounded: when retained bytes first reached 90% of the final
     double confidence = 0;         // 0..1
-    double retained_end = 0;
+    double retained_end = 0;  // at the end of the series judged (before a teardown, if any)
     double retained_peak = 0;
+    // A teardown (a mass free at the very end of the work, e.g. a clean-up call before main
+    // returns): the group was judged on its series before it. When it began (0: none) and the
+    // bytes it released.
+    double teardown_at_s = 0;
+    double released_at_teardown = 0;
     std::string reason;
 };
 
@@ -74,6 +79,20 @@ inline constexpr double kMinPeriodShare = 0.25;
 // Measured on synthetic sampled growth: tests/unit/analyzer_classifier_test.cpp.
 inline constexpr uint64_t kMinSamplesToJudge = 32;
 inline constexpr uint64_t kMinLiveSamplesToJudge = 32;
+
+// Teardown: a series whose end is below kTransientRemainFraction of its peak, having held at
+// least kTeardownHeldFraction of the peak until its last kTeardownShare (at least
+// kTeardownMinWindows windows of a window series). Memory freed steadily during the run, or in
+// fill/empty cycles, is not held that late.
+inline constexpr double kTeardownHeldFraction = 0.5;
+inline constexpr double kTeardownShare = 0.05;
+inline constexpr size_t kTeardownMinWindows = 2;
+
+// The index of the last point of `values` (at times `t`, ascending) before a teardown that ends
+// the series, or -1 if it does not end in one. `begin` is the start of the run judged; `min_gap`
+// the least time from that point to the end that is still "the very end".
+std::ptrdiff_t teardown_point(const std::vector<double>& t, const std::vector<double>& values, double begin,
+                              double min_gap);
 
 GrowthVerdict classify_growth(const GrowthSeries& series);
 

@@ -59,6 +59,11 @@ struct CacheFinding {
     std::vector<std::string> example_keys;  // up to 3, naming the most repeated key class first
     std::vector<SeriesPoint> entries_over_time;
     std::vector<SeriesPoint> retained_over_time;
+    // Emptied at the very end of the work (cache_clear() at the end of a script, an atexit
+    // handler): judged on its series before; what it then held and released, and when (0 none).
+    uint64_t entries_before_teardown = 0;
+    uint64_t released_at_teardown_bytes = 0;
+    double teardown_at_s = 0;
 };
 
 struct TypeFinding {
@@ -84,6 +89,9 @@ public:
     // The trace's Sampling record (mean bytes between samples, 0 = every allocation): what
     // each allocation stands for (format/sampling.h). Before the first event.
     void set_sample_period(uint64_t bytes) { sample_period_ = bytes; }
+    // The shutdown mark (Exiting record): nothing recorded after it (cache sizes, misses, class
+    // creations and deaths) decides a verdict. 0: no mark.
+    void set_exit_ticks(uint64_t ticks) { exit_ticks_ = ticks; }
     void on_cache_create(const CacheCreateRecord& r);
     void on_cache_insert(const CacheInsertRecord& r);
     void on_cache_size(const CacheSizeRecord& r);
@@ -136,6 +144,7 @@ private:
     std::unordered_map<uint64_t, Tag> tagged_;  // allocation seq -> cache
     std::map<std::pair<uint64_t, uint64_t>, double> live_by_cache_stack_;  // (cache, stack) -> bytes
     uint64_t sample_period_ = 0;
+    uint64_t exit_ticks_ = 0;
     std::vector<ClassRecord> types_;
     std::unordered_map<uint64_t, size_t> type_by_allocation_;  // allocation seq -> types_ index
     std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;

@@ -321,18 +321,33 @@ uint64_t RetentionModel::live_stack_id(uint64_t seq) const {
     return it == compact_live_.end() ? 0 : stacks_[it->second.stack].stack_id;
 }
 
-void RetentionModel::on_free_compact(const FreeCompactEvent& e) {
+uint64_t RetentionModel::on_free_compact(const FreeCompactEvent& e) { return free_compact(e, false, 0); }
+
+uint64_t RetentionModel::on_garbage_free_compact(const FreeCompactEvent& e, uint64_t floor_ticks) {
+    return free_compact(e, true, floor_ticks);
+}
+
+uint64_t RetentionModel::free_compact(const FreeCompactEvent& e, bool garbage, uint64_t floor_ticks) {
     ++free_records_;
     max_ticks_ = std::max(max_ticks_, e.ticks);
     auto it = compact_live_.find(e.seq);
     if (it == compact_live_.end()) {
         ++totals_.unmatched_frees;  // freed twice by a corrupt trace: never count it again
-        return;
+        return 0;
     }
+    const Slot& s = it->second;
     // Different threads' clocks may disagree slightly; a death is never before its birth.
-    add_death(it->second.stack, std::max(e.ticks, it->second.ticks), it->second.size);
+    uint64_t death = std::max(e.ticks, s.ticks);
+    if (garbage) {
+        death = std::max(s.ticks, std::min(death, floor_ticks));
+        const format::SampleWeight w = format::sample_weight(s.size, sample_period_);
+        totals_.garbage_frees += w.count;
+        totals_.garbage_bytes += w.bytes;
+    }
+    add_death(s.stack, death, s.size);
     ++totals_.matched_frees;
     compact_live_.erase(it);
+    return death;
 }
 
 RetentionResult RetentionModel::finish() {

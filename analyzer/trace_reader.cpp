@@ -61,6 +61,7 @@ std::string record_kind_name(uint8_t kind) {
         case K::CacheInsert: return "CacheInsert";
         case K::TypeCreate: return "TypeCreate";
         case K::CacheSize: return "CacheSize";
+        case K::Collection: return "Collection";
         case K::Exiting: return "Exiting";
         case K::Sampling: return "Sampling";
     }

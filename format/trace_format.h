@@ -152,6 +152,12 @@ enum class RecordKind : uint8_t {
     // Entry counts of caches, sampled by the writer.  varint ticks, varint count,
     //   count x (varint cache_id, svarint entries); entries -1 = the cache was destroyed
     CacheSize = 0x33,
+    // A collection of the CPython cyclic garbage collector, reported by the agent for the oldest
+    // generation (a full collection): a thread event of the collecting thread. The frees of this
+    // thread between its start and its stop are garbage being reclaimed.
+    //   svarint dticks, varint phase (0 start, 1 stop), varint generation,
+    //   varint flags (1: run by the agent at the shutdown mark)
+    Collection = 0x34,
 };
 
 inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;

@@ -399,10 +399,12 @@ GrowthSeries dense_series(const StackRetention& s, uint32_t windows, double wind
     g.births_bytes.assign(windows, 0);
     g.deaths_bytes.assign(windows, 0);
     g.survivor_bytes.assign(windows, 0);
+    g.death_samples.assign(windows, 0);
     for (const WindowBin& b : s.bins) {
         if (b.window >= windows) continue;
         g.births_bytes[b.window] += static_cast<double>(b.births_bytes);
         g.deaths_bytes[b.window] += static_cast<double>(b.deaths_bytes);
+        g.death_samples[b.window] += b.death_samples;
     }
     for (const SurvivorBin& b : s.survivors)
         if (b.window < windows) g.survivor_bytes[b.window] += static_cast<double>(b.bytes);

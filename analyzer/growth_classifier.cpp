@@ -40,11 +40,18 @@ std::ptrdiff_t teardown_point(const std::vector<double>& t, const std::vector<do
     if (values.size() < 2 || t.size() != values.size()) return -1;
     const double peak = *std::max_element(values.begin(), values.end());
     if (peak <= 0 || values.back() >= kTransientRemainFraction * peak) return -1;
-    std::ptrdiff_t held = static_cast<std::ptrdiff_t>(values.size()) - 1;
-    while (held >= 0 && values[static_cast<size_t>(held)] < kTeardownHeldFraction * peak) --held;
-    if (held < 0) return -1;
-    const double gap = t.back() - t[static_cast<size_t>(held)];
-    return gap <= std::max(min_gap, kTeardownShare * (t.back() - begin)) ? held : -1;
+    size_t held = values.size() - 1;
+    while (held > 0 && values[held] < kTeardownHeldFraction * peak) --held;
+    if (values[held] < kTeardownHeldFraction * peak) return -1;
+    // Back to where the fall began: a clean-up loop takes a while under the tracer.
+    while (held > 0 && values[held - 1] >= values[held]) --held;
+    size_t low = held + 1;  // where the fall is complete
+    while (low < values.size() && values[low] > kTransientRemainFraction * values[held]) ++low;
+    if (low >= values.size()) return -1;
+    const double end = t.back();
+    const bool at_the_end = end - t[low] <= std::max(min_gap, kTeardownShare * (end - begin));
+    const bool abrupt = t[low] - t[held] <= std::max(min_gap, kTeardownFallShare * (t[held] - begin));
+    return at_the_end && abrupt ? static_cast<std::ptrdiff_t>(held) : -1;
 }
 
 namespace {
@@ -114,12 +121,18 @@ GrowthVerdict classify_growth(const GrowthSeries& s) {
     GrowthVerdict v = classify_levels(s);
     if (!s.sample_period || v.cls == GrowthClass::Stable) return v;
     const bool needs_survivors = v.cls == GrowthClass::Unbounded || v.cls == GrowthClass::Bounded;
+    // Judged before a teardown: the samples live then, not after it.
+    uint64_t live_samples = s.live_samples;
+    if (v.teardown_at_s > 0 && s.window_s > 0) {
+        const auto first = static_cast<size_t>(std::llround(v.teardown_at_s / s.window_s));
+        for (size_t w = first; w < s.death_samples.size(); ++w) live_samples += s.death_samples[w];
+    }
     std::string thin;
     if (s.samples < kMinSamplesToJudge)
         thin = fmt::format("{} sample{}, at least {} needed", s.samples, s.samples == 1 ? "" : "s", kMinSamplesToJudge);
-    else if (needs_survivors && s.live_samples < kMinLiveSamplesToJudge)
-        thin = fmt::format("{} live sample{} at the end, at least {} needed", s.live_samples,
-                           s.live_samples == 1 ? "" : "s", kMinLiveSamplesToJudge);
+    else if (needs_survivors && live_samples < kMinLiveSamplesToJudge)
+        thin = fmt::format("{} live sample{} {}, at least {} needed", live_samples, live_samples == 1 ? "" : "s",
+                           v.teardown_at_s > 0 ? "before the teardown" : "at the end", kMinLiveSamplesToJudge);
     if (thin.empty()) return v;
     v.reason = fmt::format("too thinly sampled to judge ({}; one sample per {} allocated); the figures alone "
                            "would say {}: {}",

@@ -30,6 +30,9 @@ struct GrowthSeries {
     uint64_t sample_period = 0;
     uint64_t samples = 0;
     uint64_t live_samples = 0;
+    // Allocation records that died, per window (same length as births_bytes, or empty): the
+    // samples a group held before a teardown are its live ones plus those the teardown freed.
+    std::vector<uint32_t> death_samples;
 };
 
 struct GrowthVerdict {
@@ -80,11 +83,14 @@ inline constexpr double kMinPeriodShare = 0.25;
 inline constexpr uint64_t kMinSamplesToJudge = 32;
 inline constexpr uint64_t kMinLiveSamplesToJudge = 32;
 
-// Teardown: a series whose end is below kTransientRemainFraction of its peak, having held at
-// least kTeardownHeldFraction of the peak until its last kTeardownShare (at least
-// kTeardownMinWindows windows of a window series). Memory freed steadily during the run, or in
-// fill/empty cycles, is not held that late.
+// Teardown: a series whose end is below kTransientRemainFraction of its peak, that held at least
+// kTeardownHeldFraction of the peak until it fell, in at most kTeardownFallShare of the time it
+// had grown (a clean-up loop, however slow the tracer makes its frees), to below
+// kTransientRemainFraction of that level within the last kTeardownShare of the run (or
+// kTeardownMinWindows windows of a window series). Memory freed steadily during the run, in
+// fill/empty cycles, or well before the work ends, is not a teardown.
 inline constexpr double kTeardownHeldFraction = 0.5;
+inline constexpr double kTeardownFallShare = 0.25;
 inline constexpr double kTeardownShare = 0.05;
 inline constexpr size_t kTeardownMinWindows = 2;
 

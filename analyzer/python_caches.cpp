@@ -177,9 +177,9 @@ std::vector<std::string> example_keys_for(const std::vector<std::string>& candid
 
 void PythonTracker::on_cache_size(const CacheSizeRecord& r) {
     for (const auto& [id, entries] : r.entries) {
-        if (entries < 0) continue;
         Cache& c = cache(id);
-        c.samples.emplace_back(r.ticks, entries);
+        // A destroyed cache (-1) holds nothing from then on.
+        c.samples.emplace_back(r.ticks, std::max<int64_t>(entries, 0));
         compact_samples(c);
     }
 }
@@ -440,11 +440,15 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
             double born = seconds(c->info.ticks);
             first = std::min(first, born);
             changes.emplace_back(born, +1);
-            if (c->death_ticks && !after_exit(c->death_ticks)) changes.emplace_back(seconds(c->death_ticks), -1);
+            // A class freed as garbage is dead from its allocation on, which precedes its creation.
+            if (c->death_ticks && !after_exit(c->death_ticks))
+                changes.emplace_back(std::max(born, seconds(c->death_ticks)), -1);
             else ++f.live_at_end;
             ++stacks[c->info.stack_id];
         }
-        std::sort(changes.begin(), changes.end());
+        // At one time, births first: a class that is garbage from the start never counts below 0.
+        std::sort(changes.begin(), changes.end(),
+                  [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
         std::vector<Step> steps;
         int live = 0;
         for (const auto& [t, d] : changes) {

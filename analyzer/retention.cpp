@@ -13,6 +13,7 @@ void add_counts(WindowBin& to, const WindowBin& from) {
     to.deaths_bytes += from.deaths_bytes;
     to.births += from.births;
     to.deaths += from.deaths;
+    to.death_samples += from.death_samples;
 }
 
 // w >> extra, defined for any extra: a corrupt or huge tick jump can ask for 32 or more.
@@ -140,6 +141,7 @@ void RetentionModel::add_death(uint32_t stack, uint64_t ticks, uint64_t size) {
     d.window = window_of(ticks);
     d.deaths_bytes = w.bytes;
     d.deaths = w.count;
+    d.death_samples = w.count > 0 ? 1 : 0;
     add_to_bins(stacks_[stack].bins, d);
     grow_dense(heap_, d.window);
     add_counts(heap_[d.window], d);
@@ -184,6 +186,7 @@ void RetentionModel::retract_death(uint32_t stack, uint64_t ticks, uint64_t size
     const format::SampleWeight weight = format::sample_weight(size, sample_period_);
     it->deaths -= weight.count;
     it->deaths_bytes -= weight.bytes;
+    if (weight.count > 0 && it->death_samples > 0) --it->death_samples;
     heap_[w].deaths -= weight.count;
     heap_[w].deaths_bytes -= weight.bytes;
     deaths_estimate_ -= weight.count;

@@ -23,6 +23,9 @@ namespace growtrace {
 
 struct WindowBin {
     uint32_t window = 0;
+    // Allocation records among the deaths (sampled traces: the samples that died; a full trace:
+    // the deaths). Counts the samples a group held before a teardown.
+    uint32_t death_samples = 0;
     double births_bytes = 0;
     double deaths_bytes = 0;
     double births = 0;

@@ -68,9 +68,9 @@ def main() -> None:
         del cls
         if args.collect_every and (i + 1) % args.collect_every == 0:
             gc.collect()
-        due = start + args.seconds * (i + 1) / args.requests
-        if due > time.monotonic():
-            time.sleep(due - time.monotonic())
+        left = start + args.seconds * (i + 1) / args.requests - time.monotonic()
+        if left > 0:
+            time.sleep(left)
     if args.collect_at_end:
         gc.collect()
     summary["requests"] = args.requests

@@ -27,6 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import Summary  # noqa: E402
 
 
+KEPT: list = []  # --keep: every class, for as long as the program lives
+
+
 class Record:
     __slots__ = ("payload", "owner")
 
@@ -58,13 +61,12 @@ def main() -> None:
     gc.set_threshold(700, 10, args.threshold2)
     summary = Summary("gc_class_factory")
     recent: collections.deque = collections.deque(maxlen=args.window)
-    kept: list = []
     start = time.monotonic()
     checksum = 0
     for i in range(args.requests):
         cls = handle_request(i)
         checksum += cls.index
-        (kept.append if args.keep else recent.append)(cls)
+        (KEPT.append if args.keep else recent.append)(cls)
         del cls
         if args.collect_every and (i + 1) % args.collect_every == 0:
             gc.collect()
@@ -74,7 +76,7 @@ def main() -> None:
     if args.collect_at_end:
         gc.collect()
     summary["requests"] = args.requests
-    summary["held"] = len(kept) + len(recent)
+    summary["held"] = len(KEPT) + len(recent)
     summary["checksum"] = checksum
     summary.print()
 

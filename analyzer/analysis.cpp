@@ -257,6 +257,10 @@ public:
     // Full collections of the program's garbage collector, per collecting thread (its run holds
     // the collection's frees between its start and its stop).
     void on_collection(const CollectionRecord& r) override {
+        // The agent's own collection at the shutdown mark belongs to shutdown, not to the work.
+        if (r.phase == CollectionRecord::Start && (r.flags & CollectionRecord::AtShutdown) &&
+            (!shutdown_collection_ticks || r.ticks < shutdown_collection_ticks))
+            shutdown_collection_ticks = r.ticks;
         if (r.phase == CollectionRecord::Start) {
             collecting_[r.tid] = last_full_collection_end_;
             ++full_collections;
@@ -315,6 +319,7 @@ public:
     uint64_t start_ticks = 0;
     uint64_t exit_ticks = 0;  // 0 = no Exiting record
     uint64_t full_collections = 0;  // Collection start records (the agent reports full ones only)
+    uint64_t shutdown_collection_ticks = 0;  // start of the agent's collection at the mark, 0 none
     uint64_t last_ticks = 0;
     TickClock clock;
     std::unordered_map<uint64_t, StackNode> nodes;
@@ -490,7 +495,7 @@ void explain_by_caches(AnalysisResult& out, const PythonTracker& python) {
 void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer) {
     if (c.python.empty()) return;
     auto seconds = [&](uint64_t ticks) { return c.clock.seconds(static_cast<double>(ticks)); };
-    c.python.set_exit_ticks(c.exit_ticks);
+    c.python.set_exit_ticks(c.exit_ticks, c.shutdown_collection_ticks);
     PythonFindings found = c.python.finish(seconds, out.duration_s);
     for (CacheFinding& f : found.caches) {
         CacheReport report{std::move(f), {}};
@@ -546,10 +551,15 @@ AnalysisResult analyze_trace(const std::string& path) {
     out.duration_s = std::max(0.0, c.clock.seconds(static_cast<double>(last_ticks)));
     out.totals = r.totals;
 
-    // The span in which the program did any heap work at all.
+    // The span in which the program did any heap work at all, up to the agent's collection at
+    // the shutdown mark (a large heap takes a while to collect: that is no plateau).
     size_t work_begin = 0, work_end = 0;
     bool any = false;
-    for (uint32_t w = 0; w < r.num_windows; ++w)
+    uint32_t work_limit = r.num_windows;
+    if (c.shutdown_collection_ticks > r.origin_ticks)
+        work_limit = static_cast<uint32_t>(
+            std::min<uint64_t>(r.num_windows, (c.shutdown_collection_ticks - r.origin_ticks) / r.window_ticks() + 1));
+    for (uint32_t w = 0; w < work_limit; ++w)
         if (r.heap[w].births || r.heap[w].deaths) {
             if (!any) work_begin = w;
             work_end = w;

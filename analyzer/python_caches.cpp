@@ -312,7 +312,7 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
     };
 
     // The end of the program's work: the shutdown mark, else the end of the trace.
-    const double work_end_s = exit_ticks_ ? std::min(end_s, seconds(exit_ticks_)) : end_s;
+    const double work_end_s = work_end_ticks_ ? std::min(end_s, seconds(work_end_ticks_)) : end_s;
     auto after_exit = [&](uint64_t ticks) { return exit_ticks_ && ticks > exit_ticks_; };
     for (auto& [id, c] : caches_) {
         if (c.insertions == 0) continue;

@@ -90,8 +90,12 @@ public:
     // each allocation stands for (format/sampling.h). Before the first event.
     void set_sample_period(uint64_t bytes) { sample_period_ = bytes; }
     // The shutdown mark (Exiting record): nothing recorded after it (cache sizes, misses, class
-    // creations and deaths) decides a verdict. 0: no mark.
-    void set_exit_ticks(uint64_t ticks) { exit_ticks_ = ticks; }
+    // creations and deaths) decides a verdict. 0: no mark. `work_end` (0: the mark) is where the
+    // program's work ended, the start of the agent's full collection just before the mark.
+    void set_exit_ticks(uint64_t ticks, uint64_t work_end = 0) {
+        exit_ticks_ = ticks;
+        work_end_ticks_ = work_end ? work_end : ticks;
+    }
     void on_cache_create(const CacheCreateRecord& r);
     void on_cache_insert(const CacheInsertRecord& r);
     void on_cache_size(const CacheSizeRecord& r);
@@ -145,6 +149,7 @@ private:
     std::map<std::pair<uint64_t, uint64_t>, double> live_by_cache_stack_;  // (cache, stack) -> bytes
     uint64_t sample_period_ = 0;
     uint64_t exit_ticks_ = 0;
+    uint64_t work_end_ticks_ = 0;
     std::vector<ClassRecord> types_;
     std::unordered_map<uint64_t, size_t> type_by_allocation_;  // allocation seq -> types_ index
     std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;

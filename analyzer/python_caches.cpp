@@ -272,6 +272,7 @@ void PythonTracker::on_free_compact(const FreeCompactEvent& e) {
     c.live_count -= w.count;
     c.live_variance -= w.variance;
     --c.live_samples;
+    if (sample_period_) c.sample_free_ticks.push_back(e.ticks);
     add_retained(c, e.ticks, -w.bytes);
     live_by_cache_stack_[{it->second.cache_id, it->second.stack_id}] -= w.bytes;
     tagged_.erase(it);
@@ -350,8 +351,7 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         // Sampled: with fewer than two live samples the memory its entries hold cannot be told
         // from nothing (a sample stands for sample_period_ bytes), unless even three samples'
         // worth would be too little to matter.
-        const bool memory_unknown = sample_period_ && c.live_samples < 2 &&
-                                    3.0 * static_cast<double>(sample_period_) >= kMinSignificantBytes;
+        uint64_t live_samples = c.live_samples;  // before a teardown, if any (below)
 
         double begin = seconds(c.first_insert), last = std::min(seconds(c.last_insert), work_end_s);
         double end = std::max(work_end_s, last);
@@ -364,10 +364,13 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
             for (const SeriesPoint& p : f.retained_over_time)
                 if (p.t_s <= steps[*torn].t) retained = std::max(static_cast<double>(f.retained_bytes), p.value);
             f.released_at_teardown_bytes = static_cast<uint64_t>(std::llround(retained)) - f.retained_bytes;
+            for (uint64_t ticks : c.sample_free_ticks) live_samples += seconds(ticks) > steps[*torn].t;
             steps.resize(*torn + 1);
             end = f.teardown_at_s;
             last = std::min(last, end);
         }
+        const bool memory_unknown = sample_period_ && live_samples < 2 &&
+                                    3.0 * static_cast<double>(sample_period_) >= kMinSignificantBytes;
         double span = std::max(end - begin, 1e-6);
         f.started_at_s = begin;
         GrowthShape shape = quarters(steps, static_cast<double>(f.entries_first), begin, end);
@@ -390,7 +393,7 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
             f.undetermined = true;
             f.reason = "entries keep rising (growth in " + std::to_string(shape.growing_quarters) +
                        " of 4 quarters), maxsize unbounded, but too thinly sampled to tell how much memory they "
-                       "hold (" + std::to_string(c.live_samples) + " live sample" + (c.live_samples == 1 ? "" : "s") +
+                       "hold (" + std::to_string(live_samples) + " live sample" + (live_samples == 1 ? "" : "s") +
                        ", one per " + std::to_string(sample_period_) + " bytes allocated)";
         } else {
             f.unbounded = true;

@@ -124,6 +124,7 @@ private:
         std::vector<std::pair<uint64_t, std::vector<uint64_t>>> key_types;  // ticks, addresses
         double live_bytes = 0, live_count = 0, live_variance = 0;
         uint64_t live_samples = 0;
+        std::vector<uint64_t> sample_free_ticks;  // sampled traces: when its samples died (few)
         std::vector<std::pair<uint64_t, double>> retained_deltas;  // ticks bucket, bytes
         unsigned retained_shift = 0;  // buckets are 2^(kRetainedBucketShift + this) ticks
     };

@@ -413,7 +413,9 @@ TEST_P(PythonModes, SchemaClassesThatAllDieAreNotDuplicateTypes) {
     for (const json& t : report["types"]) {
         if (t["name"] != "__main__.Schema") continue;
         schema = true;
-        EXPECT_EQ(t["created"], 3000);
+        // The static build's agent finds classes at collections: a few may slip between them.
+        if (py.name == "3.11-static") EXPECT_GE(t["created"].get<int>(), 2900);
+        else EXPECT_EQ(t["created"], 3000);
         EXPECT_EQ(t["live_at_end"], 10);
     }
     EXPECT_TRUE(schema) << report["types"].dump().substr(0, 2000);

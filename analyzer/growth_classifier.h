@@ -90,7 +90,7 @@ inline constexpr uint64_t kMinLiveSamplesToJudge = 32;
 // kTeardownMinWindows windows of a window series). Memory freed steadily during the run, in
 // fill/empty cycles, or well before the work ends, is not a teardown.
 inline constexpr double kTeardownHeldFraction = 0.5;
-inline constexpr double kTeardownFallShare = 0.25;
+inline constexpr double kTeardownFallShare = 0.5;
 inline constexpr double kTeardownShare = 0.05;
 inline constexpr size_t kTeardownMinWindows = 2;
 

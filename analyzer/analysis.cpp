@@ -254,8 +254,27 @@ public:
     }
     void on_free_compact(const FreeCompactEvent& e) override {
         if (at_shutdown(e.ticks)) return;
-        model_.on_free_compact(e);
-        python_feed_.free(e);
+        auto collecting = collecting_.find(e.tid);
+        const uint64_t death = collecting != collecting_.end()
+                                   ? model_.on_garbage_free_compact(e, collecting->second)
+                                   : model_.on_free_compact(e);
+        // The CPython tracker sees the death where the model counted it: a class freed by a
+        // full collection was garbage since the previous one, not alive until this one.
+        python_feed_.free(FreeCompactEvent{e.tid, death ? death : e.ticks, e.seq});
+    }
+    // Full collections of the program's garbage collector, per collecting thread (its run holds
+    // the collection's frees between its start and its stop).
+    void on_collection(const CollectionRecord& r) override {
+        // The agent's own collection at the shutdown mark belongs to shutdown, not to the work.
+        if (r.phase == CollectionRecord::Start && (r.flags & CollectionRecord::AtShutdown) &&
+            (!shutdown_collection_ticks || r.ticks < shutdown_collection_ticks))
+            shutdown_collection_ticks = r.ticks;
+        if (r.phase == CollectionRecord::Start) {
+            collecting_[r.tid] = last_full_collection_end_;
+            ++full_collections;
+            return;
+        }
+        if (collecting_.erase(r.tid)) last_full_collection_end_ = std::max(last_full_collection_end_, r.ticks);
     }
     // What a program frees once it has begun to exit (an interpreter tearing down its modules
     // and caches) is not its steady state: retention is measured when exiting began.
@@ -312,6 +331,8 @@ public:
     uint64_t sample_period = 0;
     uint64_t start_ticks = 0;
     uint64_t exit_ticks = 0;  // 0 = no Exiting record
+    uint64_t full_collections = 0;  // Collection start records (the agent reports full ones only)
+    uint64_t shutdown_collection_ticks = 0;  // start of the agent's collection at the mark, 0 none
     uint64_t last_ticks = 0;
     TickClock clock;
     std::unordered_map<uint64_t, StackNode> nodes;
@@ -323,6 +344,9 @@ public:
 
 private:
     PythonPipeline python_feed_{python};
+    // Threads inside a full collection -> end of the full collection before it (0: none).
+    std::unordered_map<uint64_t, uint64_t> collecting_;
+    uint64_t last_full_collection_end_ = 0;
     RetentionModel& model_;
     Symbolizer& symbolizer_;
     bool seen_process_ = false;
@@ -394,10 +418,12 @@ GrowthSeries dense_series(const StackRetention& s, uint32_t windows, double wind
     g.births_bytes.assign(windows, 0);
     g.deaths_bytes.assign(windows, 0);
     g.survivor_bytes.assign(windows, 0);
+    g.death_samples.assign(windows, 0);
     for (const WindowBin& b : s.bins) {
         if (b.window >= windows) continue;
         g.births_bytes[b.window] += static_cast<double>(b.births_bytes);
         g.deaths_bytes[b.window] += static_cast<double>(b.deaths_bytes);
+        g.death_samples[b.window] += b.death_samples;
     }
     for (const SurvivorBin& b : s.survivors)
         if (b.window < windows) g.survivor_bytes[b.window] += static_cast<double>(b.bytes);
@@ -539,6 +565,7 @@ void explain_by_caches(AnalysisResult& out, const PythonTracker& python) {
 void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer) {
     if (c.python.empty()) return;
     auto seconds = [&](uint64_t ticks) { return c.clock.seconds(static_cast<double>(ticks)); };
+    c.python.set_exit_ticks(c.exit_ticks, c.shutdown_collection_ticks);
     PythonFindings found = c.python.finish(seconds, out.duration_s);
     for (CacheFinding& f : found.caches) {
         CacheReport report{std::move(f), {}};
@@ -594,10 +621,15 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     out.duration_s = std::max(0.0, c.clock.seconds(static_cast<double>(last_ticks)));
     out.totals = r.totals;
 
-    // The span in which the program did any heap work at all.
+    // The span in which the program did any heap work at all, up to the agent's collection at
+    // the shutdown mark (a large heap takes a while to collect: that is no plateau).
     size_t work_begin = 0, work_end = 0;
     bool any = false;
-    for (uint32_t w = 0; w < r.num_windows; ++w)
+    uint32_t work_limit = r.num_windows;
+    if (c.shutdown_collection_ticks > r.origin_ticks)
+        work_limit = static_cast<uint32_t>(
+            std::min<uint64_t>(r.num_windows, (c.shutdown_collection_ticks - r.origin_ticks) / r.window_ticks() + 1));
+    for (uint32_t w = 0; w < work_limit; ++w)
         if (r.heap[w].births || r.heap[w].deaths) {
             if (!any) work_begin = w;
             work_end = w;

@@ -131,6 +131,11 @@ public:
                          r.tid, r.ticks, r.source == 0 ? "type_ready" : "gc_scan", r.address, r.stack_id,
                          quoted(r.module + "." + r.qualname), quoted(r.metaclass), r.allocation_seq));
     }
+    void on_collection(const CollectionRecord& r) override {
+        line(fmt::format("Collection tid={} ticks={} {} generation={}{}", r.tid, r.ticks,
+                         r.phase == CollectionRecord::Start ? "start" : "stop", r.generation,
+                         r.flags & CollectionRecord::AtShutdown ? " at_shutdown" : ""));
+    }
     void on_unknown(const RawRecord& r) override {
         line(fmt::format("{} (not decoded) length={}", record_kind_name(r.kind), r.size));
     }

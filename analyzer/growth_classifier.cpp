@@ -35,6 +35,25 @@ double theil_sen_slope(const std::vector<double>& y) {
     return *mid;
 }
 
+std::ptrdiff_t teardown_point(const std::vector<double>& t, const std::vector<double>& values, double begin,
+                              double min_gap) {
+    if (values.size() < 2 || t.size() != values.size()) return -1;
+    const double peak = *std::max_element(values.begin(), values.end());
+    if (peak <= 0 || values.back() >= kTransientRemainFraction * peak) return -1;
+    size_t held = values.size() - 1;
+    while (held > 0 && values[held] < kTeardownHeldFraction * peak) --held;
+    if (values[held] < kTeardownHeldFraction * peak) return -1;
+    // Back to where the fall began: a clean-up loop takes a while under the tracer.
+    while (held > 0 && values[held - 1] >= values[held]) --held;
+    size_t low = held + 1;  // where the fall is complete
+    while (low < values.size() && values[low] > kTransientRemainFraction * values[held]) ++low;
+    if (low >= values.size()) return -1;
+    const double end = t.back();
+    const bool at_the_end = end - t[low] <= std::max(min_gap, kTeardownShare * (end - begin));
+    const bool abrupt = t[low] - t[held] <= std::max(min_gap, kTeardownFallShare * (t[held] - begin));
+    return at_the_end && abrupt ? static_cast<std::ptrdiff_t>(held) : -1;
+}
+
 namespace {
 
 // Number of times the level fell to kSawtoothDropFraction of a preceding peak that was itself
@@ -102,12 +121,18 @@ GrowthVerdict classify_growth(const GrowthSeries& s) {
     GrowthVerdict v = classify_levels(s);
     if (!s.sample_period || v.cls == GrowthClass::Stable) return v;
     const bool needs_survivors = v.cls == GrowthClass::Unbounded || v.cls == GrowthClass::Bounded;
+    // Judged before a teardown: the samples live then, not after it.
+    uint64_t live_samples = s.live_samples;
+    if (v.teardown_at_s > 0 && s.window_s > 0) {
+        const auto first = static_cast<size_t>(std::llround(v.teardown_at_s / s.window_s));
+        for (size_t w = first; w < s.death_samples.size(); ++w) live_samples += s.death_samples[w];
+    }
     std::string thin;
     if (s.samples < kMinSamplesToJudge)
         thin = fmt::format("{} sample{}, at least {} needed", s.samples, s.samples == 1 ? "" : "s", kMinSamplesToJudge);
-    else if (needs_survivors && s.live_samples < kMinLiveSamplesToJudge)
-        thin = fmt::format("{} live sample{} at the end, at least {} needed", s.live_samples,
-                           s.live_samples == 1 ? "" : "s", kMinLiveSamplesToJudge);
+    else if (needs_survivors && live_samples < kMinLiveSamplesToJudge)
+        thin = fmt::format("{} live sample{} {}, at least {} needed", live_samples, live_samples == 1 ? "" : "s",
+                           v.teardown_at_s > 0 ? "before the teardown" : "at the end", kMinLiveSamplesToJudge);
     if (thin.empty()) return v;
     v.reason = fmt::format("too thinly sampled to judge ({}; one sample per {} allocated); the figures alone "
                            "would say {}: {}",
@@ -140,6 +165,29 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
     span.first = static_cast<size_t>(first_birth - s.births_bytes.begin());
     span.last = (s.work_end >= span.first && s.work_end < n) ? s.work_end : n - 1;
     v.started_at_s = static_cast<double>(span.first) * s.window_s;
+
+    // A teardown at the very end of the work: the group is judged on what came before it. The
+    // memory freed then was born when it was, but the trace does not say when: the survivors
+    // test is left out.
+    bool torn_down = false;
+    {
+        std::vector<double> t(span.size()), held(span.size());
+        for (size_t w = span.first; w <= span.last; ++w) {
+            t[w - span.first] = static_cast<double>(w);
+            held[w - span.first] = level[w];
+        }
+        const std::ptrdiff_t before = teardown_point(t, held, static_cast<double>(span.first),
+                                                     static_cast<double>(kTeardownMinWindows));
+        if (before >= 0 && held[static_cast<size_t>(before)] >= kMinSignificantBytes) {
+            torn_down = true;
+            const size_t last_held = span.first + static_cast<size_t>(before);
+            v.teardown_at_s = static_cast<double>(last_held + 1) * s.window_s;
+            v.released_at_teardown = level[last_held] - level[span.last];
+            span.last = last_held;
+            level.resize(last_held + 1);
+            v.retained_end = level.back();
+        }
+    }
 
     if (v.retained_peak < kMinSignificantBytes) {
         v.cls = GrowthClass::Stable;
@@ -192,7 +240,8 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
     else if (quarter_share < kMinQuarterShare)
         failed = fmt::format("growth stalls: one quarter of the run adds only {:.0f}% of an even share",
                              100 * std::max(0.0, quarter_share));
-    else if (static_cast<double>(survivor_periods) < kMinSurvivorPeriodFraction * static_cast<double>(periods))
+    else if (!torn_down &&
+             static_cast<double>(survivor_periods) < kMinSurvivorPeriodFraction * static_cast<double>(periods))
         failed = fmt::format("survivors born in only {} of {} periods (turnover, not accumulation)",
                              survivor_periods, periods);
 
@@ -201,11 +250,14 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
         // Each term is 1 for clean linear growth and falls as the evidence weakens.
         const double c_quarters = std::min(1.0, quarter_share / 0.8);
         const double c_late = std::min(1.0, late_ratio / 0.8);
-        const double c_survivors = static_cast<double>(survivor_periods) / static_cast<double>(periods);
+        const double c_survivors =
+            torn_down ? 1.0 : static_cast<double>(survivor_periods) / static_cast<double>(periods);
         const double c_history = std::min(1.0, static_cast<double>(span.size()) / 32.0);
         v.confidence = std::clamp(0.25 * (c_quarters + c_late + c_survivors + c_history), 0.0, 1.0);
-        v.reason = fmt::format("grew in every quarter of the run; survivors born in {} of {} periods",
-                               survivor_periods, periods);
+        v.reason = torn_down ? fmt::format("grew in every quarter of the run until a teardown at {:.2f} s released {}",
+                                           v.teardown_at_s, human_bytes(v.released_at_teardown))
+                             : fmt::format("grew in every quarter of the run; survivors born in {} of {} periods",
+                                           survivor_periods, periods);
         return v;
     }
     v.cls = GrowthClass::Bounded;

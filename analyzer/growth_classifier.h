@@ -30,6 +30,9 @@ struct GrowthSeries {
     uint64_t sample_period = 0;
     uint64_t samples = 0;
     uint64_t live_samples = 0;
+    // Allocation records that died, per window (same length as births_bytes, or empty): the
+    // samples a group held before a teardown are its live ones plus those the teardown freed.
+    std::vector<uint32_t> death_samples;
 };
 
 struct GrowthVerdict {
@@ -38,8 +41,13 @@ struct GrowthVerdict {
     double started_at_s = 0;       // first window with a birth
     double plateau_at_s = 0;       // bounded: when retained bytes first reached 90% of the final
     double confidence = 0;         // 0..1
-    double retained_end = 0;
+    double retained_end = 0;  // at the end of the series judged (before a teardown, if any)
     double retained_peak = 0;
+    // A teardown (a mass free at the very end of the work, e.g. a clean-up call before main
+    // returns): the group was judged on its series before it. When it began (0: none) and the
+    // bytes it released.
+    double teardown_at_s = 0;
+    double released_at_teardown = 0;
     std::string reason;
 };
 
@@ -74,6 +82,23 @@ inline constexpr double kMinPeriodShare = 0.25;
 // Measured on synthetic sampled growth: tests/unit/analyzer_classifier_test.cpp.
 inline constexpr uint64_t kMinSamplesToJudge = 32;
 inline constexpr uint64_t kMinLiveSamplesToJudge = 32;
+
+// Teardown: a series whose end is below kTransientRemainFraction of its peak, that held at least
+// kTeardownHeldFraction of the peak until it fell, in at most kTeardownFallShare of the time it
+// had grown (a clean-up loop, however slow the tracer makes its frees), to below
+// kTransientRemainFraction of that level within the last kTeardownShare of the run (or
+// kTeardownMinWindows windows of a window series). Memory freed steadily during the run, in
+// fill/empty cycles, or well before the work ends, is not a teardown.
+inline constexpr double kTeardownHeldFraction = 0.5;
+inline constexpr double kTeardownFallShare = 0.5;
+inline constexpr double kTeardownShare = 0.05;
+inline constexpr size_t kTeardownMinWindows = 2;
+
+// The index of the last point of `values` (at times `t`, ascending) before a teardown that ends
+// the series, or -1 if it does not end in one. `begin` is the start of the run judged; `min_gap`
+// the least time from that point to the end that is still "the very end".
+std::ptrdiff_t teardown_point(const std::vector<double>& t, const std::vector<double>& values, double begin,
+                              double min_gap);
 
 GrowthVerdict classify_growth(const GrowthSeries& series);
 

@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analyzer/growth_classifier.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include "format/sampling.h"
 #include "format/trace_format.h"
 
@@ -58,6 +62,36 @@ GrowthShape quarters(const std::vector<Step>& steps, double initial, double begi
     }
     shape.growth = previous - first;
     return shape;
+}
+
+// The index of a cache's last entry count before a teardown that ends its series (docs/growth-
+// classifier.md, "Teardown"), if it ends in one.
+std::optional<size_t> cache_teardown(const std::vector<Step>& steps, double begin, double end) {
+    if (steps.size() < 2) return std::nullopt;
+    std::vector<double> t, v;
+    for (const Step& s : steps) {
+        t.push_back(s.t);
+        v.push_back(s.value);
+    }
+    t.push_back(std::max(end, steps.back().t));  // the count holds until the end of the work
+    v.push_back(steps.back().value);
+    const std::ptrdiff_t held = teardown_point(t, v, begin, 0);
+    if (held < 0 || static_cast<size_t>(held) + 1 >= steps.size()) return std::nullopt;
+    return static_cast<size_t>(held);
+}
+
+// The lowest live count in each quarter of [begin, end] of a step series starting at 0: what
+// remains as the population is reclaimed, the level a growing one never falls back to.
+std::vector<double> quarter_floors(const std::vector<Step>& steps, double begin, double end) {
+    std::vector<double> floors;
+    for (int q = 0; q < kQuarters; ++q) {
+        const double a = begin + (end - begin) * q / kQuarters, b = begin + (end - begin) * (q + 1) / kQuarters;
+        double low = value_at(steps, a, 0);
+        for (const Step& s : steps)
+            if (s.t > a && s.t <= b) low = std::min(low, s.value);
+        floors.push_back(low);
+    }
+    return floors;
 }
 
 std::string class_name(const TypeCreateRecord& t) {
@@ -165,9 +199,9 @@ std::vector<std::string> example_keys_for(const std::vector<std::string>& candid
 
 void PythonTracker::on_cache_size(const CacheSizeRecord& r) {
     for (const auto& [id, entries] : r.entries) {
-        if (entries < 0) continue;
         Cache& c = cache(id);
-        c.samples.emplace_back(r.ticks, entries);
+        // A destroyed cache (-1) holds nothing from then on.
+        c.samples.emplace_back(r.ticks, std::max<int64_t>(entries, 0));
         compact_samples(c);
     }
 }
@@ -260,6 +294,7 @@ void PythonTracker::on_free_compact(const FreeCompactEvent& e) {
     c.live_count -= w.count;
     c.live_variance -= w.variance;
     --c.live_samples;
+    if (sample_period_) c.sample_free_ticks.push_back(e.ticks);
     add_retained(c, e.ticks, -w.bytes);
     live_by_cache_stack_[{it->second.cache_id, it->second.stack_id}] -= w.bytes;
     tagged_.erase(it);
@@ -299,10 +334,16 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         return next != v.end() ? &types_[*next] : nullptr;
     };
 
+    // The end of the program's work: the shutdown mark, else the end of the trace.
+    const double work_end_s = work_end_ticks_ ? std::min(end_s, seconds(work_end_ticks_)) : end_s;
+    auto after_exit = [&](uint64_t ticks) { return exit_ticks_ && ticks > exit_ticks_; };
     for (auto& [id, c] : caches_) {
         if (c.insertions == 0) continue;
         // Stored markers carry no count: they stand for "one more than at the miss".
         resolve_counts(c.samples);
+        // What a cache held after the shutdown mark (its module torn down, its dict freed)
+        // says nothing of what the program made of it.
+        std::erase_if(c.samples, [&](const auto& sample) { return after_exit(sample.first); });
         std::vector<Step> steps;
         for (const auto& [ticks, entries] : c.samples) steps.push_back({seconds(ticks), static_cast<double>(entries)});
         CacheFinding f;
@@ -323,24 +364,40 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         for (const Step& s : steps) f.entries_over_time.push_back({s.t, s.value});
         std::sort(c.retained_deltas.begin(), c.retained_deltas.end(),
                   [](const auto& a, const auto& b) { return a.first < b.first; });
-        double retained = 0;
+        double running = 0;
         for (const auto& [bucket, delta] : c.retained_deltas) {
-            retained += delta;
+            running += delta;
             f.retained_over_time.push_back(
-                {seconds(bucket << (kRetainedBucketShift + c.retained_shift)), std::max(0.0, retained)});
+                {seconds(bucket << (kRetainedBucketShift + c.retained_shift)), std::max(0.0, running)});
         }
         // Sampled: with fewer than two live samples the memory its entries hold cannot be told
         // from nothing (a sample stands for sample_period_ bytes), unless even three samples'
         // worth would be too little to matter.
-        const bool memory_unknown = sample_period_ && c.live_samples < 2 &&
-                                    3.0 * static_cast<double>(sample_period_) >= kMinSignificantBytes;
+        uint64_t live_samples = c.live_samples;  // before a teardown, if any (below)
 
-        double begin = seconds(c.first_insert), last = seconds(c.last_insert);
-        double span = std::max(end_s - begin, 1e-6);
+        double begin = seconds(c.first_insert), last = std::min(seconds(c.last_insert), work_end_s);
+        double end = std::max(work_end_s, last);
+        // Emptied at the very end of the work (cache_clear(), an atexit handler): judged on the
+        // run before, with the memory its entries held then.
+        double retained = static_cast<double>(f.retained_bytes);
+        if (const auto torn = cache_teardown(steps, begin, end)) {
+            f.entries_before_teardown = static_cast<uint64_t>(steps[*torn].value);
+            f.teardown_at_s = steps[*torn + 1].t;
+            for (const SeriesPoint& p : f.retained_over_time)
+                if (p.t_s <= steps[*torn].t) retained = std::max(static_cast<double>(f.retained_bytes), p.value);
+            f.released_at_teardown_bytes = static_cast<uint64_t>(std::llround(retained)) - f.retained_bytes;
+            for (uint64_t ticks : c.sample_free_ticks) live_samples += seconds(ticks) > steps[*torn].t;
+            steps.resize(*torn + 1);
+            end = f.teardown_at_s;
+            last = std::min(last, end);
+        }
+        const bool memory_unknown = sample_period_ && live_samples < 2 &&
+                                    3.0 * static_cast<double>(sample_period_) >= kMinSignificantBytes;
+        double span = std::max(end - begin, 1e-6);
         f.started_at_s = begin;
-        GrowthShape shape = quarters(steps, static_cast<double>(f.entries_first), begin, std::max(end_s, last));
+        GrowthShape shape = quarters(steps, static_cast<double>(f.entries_first), begin, end);
         f.growth_entries_per_s = shape.growth / span;
-        f.growth_bytes_per_s = static_cast<double>(f.retained_bytes) / span;
+        f.growth_bytes_per_s = retained / span;
         bool late = last >= begin + span / 2;
         if (f.maxsize >= 0) {
             // An LRU with a maxsize evicts: its entry count, and so its memory, has a bound
@@ -349,8 +406,8 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
                        std::to_string(f.entries_last) + " at the end)";
         } else if (shape.growth < static_cast<double>(kMinCacheGrowthEntries)) {
             f.reason = "grew by " + std::to_string(static_cast<int64_t>(shape.growth)) + " entries only";
-        } else if (!memory_unknown && static_cast<double>(f.retained_bytes) < kMinSignificantBytes) {
-            f.reason = "holds only " + std::to_string(f.retained_bytes) + " bytes";
+        } else if (!memory_unknown && retained < kMinSignificantBytes) {
+            f.reason = "holds only " + std::to_string(std::llround(retained)) + " bytes";
         } else if (shape.growing_quarters < kMinGrowingQuarters || !late) {
             f.reason = "filled early and then stopped growing (growth in " + std::to_string(shape.growing_quarters) +
                        " of 4 quarters of the run)";
@@ -358,7 +415,7 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
             f.undetermined = true;
             f.reason = "entries keep rising (growth in " + std::to_string(shape.growing_quarters) +
                        " of 4 quarters), maxsize unbounded, but too thinly sampled to tell how much memory they "
-                       "hold (" + std::to_string(c.live_samples) + " live sample" + (c.live_samples == 1 ? "" : "s") +
+                       "hold (" + std::to_string(live_samples) + " live sample" + (live_samples == 1 ? "" : "s") +
                        ", one per " + std::to_string(sample_period_) + " bytes allocated)";
         } else {
             f.unbounded = true;
@@ -377,7 +434,7 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
                 auto& sets = by_name[class_name(cls->info)];
                 uint64_t identity = (cls->info.ticks << 1) ^ address;
                 sets.first.insert(identity);
-                if (cls->death_ticks == 0) sets.second.insert(identity);
+                if (cls->death_ticks == 0 || after_exit(cls->death_ticks)) sets.second.insert(identity);
             }
         }
         for (const auto& [name, sets] : by_name)
@@ -398,7 +455,8 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
 
     // Classes by qualified name: how many stay alive over time.
     std::map<std::string, std::vector<const ClassRecord*>> by_name;
-    for (const ClassRecord& c : types_) by_name[class_name(c.info)].push_back(&c);
+    for (const ClassRecord& c : types_)
+        if (!after_exit(c.info.ticks)) by_name[class_name(c.info)].push_back(&c);
     for (const auto& [name, classes] : by_name) {
         if (classes.size() < kMinTypeCreations) continue;
         TypeFinding f;
@@ -411,11 +469,15 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
             double born = seconds(c->info.ticks);
             first = std::min(first, born);
             changes.emplace_back(born, +1);
-            if (c->death_ticks) changes.emplace_back(seconds(c->death_ticks), -1);
+            // A class freed as garbage is dead from its allocation on, which precedes its creation.
+            if (c->death_ticks && !after_exit(c->death_ticks))
+                changes.emplace_back(std::max(born, seconds(c->death_ticks)), -1);
             else ++f.live_at_end;
             ++stacks[c->info.stack_id];
         }
-        std::sort(changes.begin(), changes.end());
+        // At one time, births first: a class that is garbage from the start never counts below 0.
+        std::sort(changes.begin(), changes.end(),
+                  [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
         std::vector<Step> steps;
         int live = 0;
         for (const auto& [t, d] : changes) {
@@ -425,14 +487,23 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         }
         f.creation_stack = most_frequent(stacks);
         f.started_at_s = first;
-        double span = std::max(end_s - first, 1e-6);
-        GrowthShape shape = quarters(steps, 0, first, end_s);
+        double span = std::max(work_end_s - first, 1e-6);
+        GrowthShape shape = quarters(steps, 0, first, work_end_s);
+        // A population that keeps growing never falls back: the lowest count of each quarter
+        // (as of the full collections, whose garbage is counted dead since the one before)
+        // rises from quarter to quarter. Classes that die, however many are made, fall back.
+        const std::vector<double> floors = quarter_floors(steps, first, work_end_s);
+        int rising = 0;
+        for (size_t q = 1; q < floors.size(); ++q) rising += floors[q] > floors[q - 1];
         f.created_per_s = static_cast<double>(f.created) / span;
         if (f.live_at_end < kMinDuplicateLiveClasses) {
             f.reason = std::to_string(f.created) + " created, " + std::to_string(f.live_at_end) + " alive at the end";
         } else if (shape.growing_quarters < kMinGrowingQuarters) {
             f.reason = "live classes stopped increasing (growth in " + std::to_string(shape.growing_quarters) +
                        " of 4 quarters)";
+        } else if (rising < kQuarters - 1 || floors.back() - floors.front() < kMinDuplicateLiveClasses / 2.0) {
+            f.reason = fmt::format("live classes do not keep growing: the fewest alive in each quarter of the run "
+                                   "were {}", fmt::join(floors, ", "));
         } else {
             f.unbounded = true;
             f.reason = std::to_string(f.live_at_end) + " live classes named " + name + " and still being created";

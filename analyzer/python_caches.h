@@ -59,6 +59,11 @@ struct CacheFinding {
     std::vector<std::string> example_keys;  // up to 3, naming the most repeated key class first
     std::vector<SeriesPoint> entries_over_time;
     std::vector<SeriesPoint> retained_over_time;
+    // Emptied at the very end of the work (cache_clear() at the end of a script, an atexit
+    // handler): judged on its series before; what it then held and released, and when (0 none).
+    uint64_t entries_before_teardown = 0;
+    uint64_t released_at_teardown_bytes = 0;
+    double teardown_at_s = 0;
 };
 
 struct TypeFinding {
@@ -84,6 +89,13 @@ public:
     // The trace's Sampling record (mean bytes between samples, 0 = every allocation): what
     // each allocation stands for (format/sampling.h). Before the first event.
     void set_sample_period(uint64_t bytes) { sample_period_ = bytes; }
+    // The shutdown mark (Exiting record): nothing recorded after it (cache sizes, misses, class
+    // creations and deaths) decides a verdict. 0: no mark. `work_end` (0: the mark) is where the
+    // program's work ended, the start of the agent's full collection just before the mark.
+    void set_exit_ticks(uint64_t ticks, uint64_t work_end = 0) {
+        exit_ticks_ = ticks;
+        work_end_ticks_ = work_end ? work_end : ticks;
+    }
     void on_cache_create(const CacheCreateRecord& r);
     void on_cache_insert(const CacheInsertRecord& r);
     void on_cache_size(const CacheSizeRecord& r);
@@ -113,6 +125,7 @@ private:
         std::vector<std::pair<uint64_t, std::vector<uint64_t>>> key_types;  // ticks, addresses
         double live_bytes = 0, live_count = 0, live_variance = 0;
         uint64_t live_samples = 0;
+        std::vector<uint64_t> sample_free_ticks;  // sampled traces: when its samples died (few)
         std::vector<std::pair<uint64_t, double>> retained_deltas;  // ticks bucket, bytes
         unsigned retained_shift = 0;  // buckets are 2^(kRetainedBucketShift + this) ticks
     };
@@ -138,6 +151,8 @@ private:
     std::unordered_map<uint64_t, Tag> tagged_;  // allocation seq -> cache
     std::map<std::pair<uint64_t, uint64_t>, double> live_by_cache_stack_;  // (cache, stack) -> bytes
     uint64_t sample_period_ = 0;
+    uint64_t exit_ticks_ = 0;
+    uint64_t work_end_ticks_ = 0;
     std::vector<ClassRecord> types_;
     std::unordered_map<uint64_t, size_t> type_by_allocation_;  // allocation seq -> types_ index
     std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;

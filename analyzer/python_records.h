@@ -1,4 +1,4 @@
-// Decoded CPython records (kinds 0x30-0x33, docs/cpython.md): caches announced by the Python
+// Decoded CPython records (kinds 0x30-0x35, docs/cpython.md): caches announced by the Python
 // agent, their misses, their sizes, and classes created at run time.
 #pragma once
 
@@ -71,6 +71,17 @@ struct TypeCreateRecord {
     uint64_t stack_id = 0;  // 0: use the stack of the allocation holding the class
     std::string module, qualname, metaclass;
     uint64_t allocation_seq = 0;  // AllocCompact holding the class object (v2), 0 unknown
+};
+
+// A full collection of the cyclic garbage collector starting or stopping on a thread.
+struct CollectionRecord {
+    enum Phase : uint64_t { Start = 0, Stop = 1 };
+    enum Flags : uint64_t { AtShutdown = 1 };
+    uint64_t tid = 0;
+    uint64_t ticks = 0;
+    uint64_t phase = Start;
+    uint64_t generation = 0;
+    uint64_t flags = 0;
 };
 
 }  // namespace growtrace

@@ -322,6 +322,17 @@ void RecordDecoder::decode(const RawRecord& rec) {
             visitor_.on_type_create(r);
             return;
         }
+        case RecordKind::Collection: {
+            require_thread(rec);
+            CollectionRecord r;
+            r.tid = tid_;
+            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+            r.phase = get_varint(rec, c);
+            r.generation = get_varint(rec, c);
+            r.flags = get_varint(rec, c);
+            visitor_.on_collection(r);
+            return;
+        }
         case RecordKind::Exiting:
             visitor_.on_exiting(get_varint(rec, c));
             return;

@@ -18,6 +18,12 @@ void add_sampling_fields(json& j, uint64_t samples, uint64_t live_samples, doubl
     j["retained_bytes_stderr"] = stderr_bytes;
 }
 
+// A teardown the verdict was judged before (null fields when there was none).
+void add_teardown_fields(json& j, double teardown_at_s, double released_bytes) {
+    j["teardown_at_s"] = teardown_at_s > 0 ? json(teardown_at_s) : json(nullptr);
+    j["released_at_teardown_bytes"] = teardown_at_s > 0 ? json(whole(released_bytes)) : json(nullptr);
+}
+
 json frames_json(const std::vector<Frame>& frames) {
     json out = json::array();
     for (const Frame& f : frames) {
@@ -46,6 +52,7 @@ json finding_json(const GroupReport& g) {
             {"retained_series", g.retained_series},
             {"explained_by_cache", g.explained_by_cache.empty() ? json(nullptr) : json(g.explained_by_cache)}};
     add_sampling_fields(j, g.samples, g.live_samples, g.retained_bytes_stderr);
+    add_teardown_fields(j, g.verdict.teardown_at_s, g.verdict.released_at_teardown);
     return j;
 }
 
@@ -65,6 +72,7 @@ json group_json(const GroupReport& g) {
             {"allocated_bytes", g.allocated_bytes},
             {"retained_series", g.retained_series}};
     add_sampling_fields(j, g.samples, g.live_samples, g.retained_bytes_stderr);
+    add_teardown_fields(j, g.verdict.teardown_at_s, g.verdict.released_at_teardown);
     return j;
 }
 
@@ -99,6 +107,8 @@ json cache_json(const CacheReport& c) {
             {"retained_over_time", series_json(f.retained_over_time)}};
     j["retained_samples"] = f.retained_samples;
     j["retained_bytes_stderr"] = f.retained_bytes_stderr;
+    j["entries_before_teardown"] = f.teardown_at_s > 0 ? json(f.entries_before_teardown) : json(nullptr);
+    add_teardown_fields(j, f.teardown_at_s, static_cast<double>(f.released_at_teardown_bytes));
     return j;
 }
 
@@ -115,6 +125,7 @@ json cache_finding_json(const CacheReport& c) {
             {"cache", cache_json(c)}};
     j["live_samples"] = f.retained_samples;
     j["retained_bytes_stderr"] = f.retained_bytes_stderr;
+    add_teardown_fields(j, f.teardown_at_s, static_cast<double>(f.released_at_teardown_bytes));
     return j;
 }
 

@@ -72,7 +72,8 @@ void write_not_findings(const AnalysisResult& r, std::ostream& out) {
 void write_cache_finding(size_t number, const CacheReport& c, bool sampled, std::ostream& out) {
     const CacheFinding& f = c.cache;
     out << fmt::format("\n#{} cache {} keeps growing: {} -> {} entries (+{:.1f}/s since {:.1f} s), holding {} in {}{} allocations\n",
-                       number, f.name, f.entries_first, f.entries_last, f.growth_entries_per_s, f.started_at_s,
+                       number, f.name, f.entries_first, f.teardown_at_s > 0 ? f.entries_before_teardown : f.entries_last,
+                       f.growth_entries_per_s, f.started_at_s,
                        bytes_figure(static_cast<double>(f.retained_bytes), f.retained_bytes_stderr, f.retained_samples, sampled),
                        sampled ? "about " : "", f.live_allocations);
     out << fmt::format("    functools.lru_cache(maxsize={}) of {}, created at {}\n",
@@ -85,6 +86,10 @@ void write_cache_finding(size_t number, const CacheReport& c, bool sampled, std:
                            k.distinct_classes, k.live_classes);
     }
     if (!f.example_keys.empty()) out << fmt::format("    e.g. key {}\n", f.example_keys.front());
+    if (f.teardown_at_s > 0)
+        out << fmt::format("    released at teardown: emptied at {:.1f} s ({} entries, {}); judged on the run before\n",
+                           f.teardown_at_s, f.entries_before_teardown,
+                           human_bytes(static_cast<double>(f.released_at_teardown_bytes)));
     out << fmt::format("    {} insertions, confidence {:.2f}; filled from:\n", f.insertions, f.confidence);
     write_frames(c.inserted_from, out);
 }
@@ -101,6 +106,9 @@ void write_stack_finding(size_t number, const GroupReport& g, bool sampled, std:
                        bytes_figure(static_cast<double>(g.retained_bytes), g.retained_bytes_stderr, g.live_samples, sampled),
                        human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s, sampled ? "about " : "",
                        g.live_allocations, g.verdict.confidence);
+    if (g.verdict.teardown_at_s > 0)
+        out << fmt::format("    released at teardown: {} freed at {:.1f} s, at the end of the work; judged on the run before\n",
+                           human_bytes(g.verdict.released_at_teardown), g.verdict.teardown_at_s);
     write_frames(g.frames, out);
 }
 

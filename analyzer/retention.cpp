@@ -13,6 +13,7 @@ void add_counts(WindowBin& to, const WindowBin& from) {
     to.deaths_bytes += from.deaths_bytes;
     to.births += from.births;
     to.deaths += from.deaths;
+    to.death_samples += from.death_samples;
 }
 
 // w >> extra, defined for any extra: a corrupt or huge tick jump can ask for 32 or more.
@@ -140,6 +141,7 @@ void RetentionModel::add_death(uint32_t stack, uint64_t ticks, uint64_t size) {
     d.window = window_of(ticks);
     d.deaths_bytes = w.bytes;
     d.deaths = w.count;
+    d.death_samples = w.count > 0 ? 1 : 0;
     add_to_bins(stacks_[stack].bins, d);
     grow_dense(heap_, d.window);
     add_counts(heap_[d.window], d);
@@ -184,6 +186,7 @@ void RetentionModel::retract_death(uint32_t stack, uint64_t ticks, uint64_t size
     const format::SampleWeight weight = format::sample_weight(size, sample_period_);
     it->deaths -= weight.count;
     it->deaths_bytes -= weight.bytes;
+    if (weight.count > 0 && it->death_samples > 0) --it->death_samples;
     heap_[w].deaths -= weight.count;
     heap_[w].deaths_bytes -= weight.bytes;
     deaths_estimate_ -= weight.count;
@@ -321,18 +324,33 @@ uint64_t RetentionModel::live_stack_id(uint64_t seq) const {
     return it == compact_live_.end() ? 0 : stacks_[it->second.stack].stack_id;
 }
 
-void RetentionModel::on_free_compact(const FreeCompactEvent& e) {
+uint64_t RetentionModel::on_free_compact(const FreeCompactEvent& e) { return free_compact(e, false, 0); }
+
+uint64_t RetentionModel::on_garbage_free_compact(const FreeCompactEvent& e, uint64_t floor_ticks) {
+    return free_compact(e, true, floor_ticks);
+}
+
+uint64_t RetentionModel::free_compact(const FreeCompactEvent& e, bool garbage, uint64_t floor_ticks) {
     ++free_records_;
     max_ticks_ = std::max(max_ticks_, e.ticks);
     auto it = compact_live_.find(e.seq);
     if (it == compact_live_.end()) {
         ++totals_.unmatched_frees;  // freed twice by a corrupt trace: never count it again
-        return;
+        return 0;
     }
+    const Slot& s = it->second;
     // Different threads' clocks may disagree slightly; a death is never before its birth.
-    add_death(it->second.stack, std::max(e.ticks, it->second.ticks), it->second.size);
+    uint64_t death = std::max(e.ticks, s.ticks);
+    if (garbage) {
+        death = std::max(s.ticks, std::min(death, floor_ticks));
+        const format::SampleWeight w = format::sample_weight(s.size, sample_period_);
+        totals_.garbage_frees += w.count;
+        totals_.garbage_bytes += w.bytes;
+    }
+    add_death(s.stack, death, s.size);
     ++totals_.matched_frees;
     compact_live_.erase(it);
+    return death;
 }
 
 RetentionResult RetentionModel::finish() {

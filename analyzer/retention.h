@@ -23,6 +23,9 @@ namespace growtrace {
 
 struct WindowBin {
     uint32_t window = 0;
+    // Allocation records among the deaths (sampled traces: the samples that died; a full trace:
+    // the deaths). Counts the samples a group held before a teardown.
+    uint32_t death_samples = 0;
     double births_bytes = 0;
     double deaths_bytes = 0;
     double births = 0;
@@ -62,6 +65,11 @@ struct RetentionTotals {
     double live_allocations = 0;
     uint64_t samples = 0;           // allocation records (the allocations of a full trace)
     uint64_t live_samples = 0;
+    // Frees made inside full collections of the program's garbage collector, and their bytes
+    // (estimates in a sampled trace): garbage reclaimed, counted as held no longer than since
+    // the previous full collection (see on_free_compact).
+    double garbage_frees = 0;
+    double garbage_bytes = 0;
 };
 
 struct RetentionResult {
@@ -102,7 +110,15 @@ public:
     void on_free(const FreeEvent& e);
     // Version 2 events: already matched by the writer, so no address bookkeeping.
     void on_alloc_compact(const AllocCompactEvent& e);
-    void on_free_compact(const FreeCompactEvent& e);
+    // Returns the ticks at which the death was counted (0: the allocation is unknown).
+    uint64_t on_free_compact(const FreeCompactEvent& e);
+    // A free made inside a full collection of the program's garbage collector: the block was
+    // garbage, unreachable since some moment after `floor_ticks` (the end of the previous full
+    // collection, 0 if none), which it survived if it was born before. Its death is counted at
+    // max(birth, floor_ticks), so that the retained level as of every full collection is exact
+    // and garbage awaiting a collection is never counted as held. Version 1 frees (addresses)
+    // have no such variant: the writer has long written version 2 events.
+    uint64_t on_garbage_free_compact(const FreeCompactEvent& e, uint64_t floor_ticks);
 
     // The stack of a live version-2 allocation, by sequence number (0 if none is live).
     uint64_t live_stack_id(uint64_t seq) const;
@@ -143,6 +159,7 @@ private:
     void enforce_cap(Slots& slots);
     void pair(Slot& alloc, uint64_t free_ticks);
     void maybe_sweep();
+    uint64_t free_compact(const FreeCompactEvent& e, bool garbage, uint64_t floor_ticks);
 
     uint64_t origin_ = 0;
     uint64_t sample_period_ = 0;

@@ -165,6 +165,12 @@ enum class RecordKind : uint8_t {
     //   varint last_entries_after, varint stacks, stacks x (varint stack_id step, varint misses)):
     //   stack ids in increasing order, each the step from the previous one (the first from 0)
     CacheMisses = 0x34,
+    // A collection of the CPython cyclic garbage collector, reported by the agent for the oldest
+    // generation (a full collection): a thread event of the collecting thread. The frees of this
+    // thread between its start and its stop are garbage being reclaimed.
+    //   svarint dticks, varint phase (0 start, 1 stop), varint generation,
+    //   varint flags (1: run by the agent at the shutdown mark)
+    Collection = 0x35,
 };
 
 inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;

@@ -40,7 +40,8 @@ T* map_zeroed(size_t count) {
 bool is_thread_event_with_ticks(uint8_t kind) {
     return kind == static_cast<uint8_t>(RecordKind::CacheCreate) ||
            kind == static_cast<uint8_t>(RecordKind::CacheInsert) ||
-           kind == static_cast<uint8_t>(RecordKind::TypeCreate);
+           kind == static_cast<uint8_t>(RecordKind::TypeCreate) ||
+           kind == static_cast<uint8_t>(RecordKind::Collection);
 }
 
 // A varint of the threads' own buffers, which hold nothing but what the hot path encoded: the

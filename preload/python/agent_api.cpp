@@ -129,6 +129,15 @@ void type_created(const growtrace_py_type_info* t) {
               t->metaclass_len);
 }
 
+void gc_collection(uint32_t phase, uint32_t generation, uint32_t flags) {
+    RecursionGuard guard;
+    RecordEncoder body(RecordKind::Collection);
+    body.varint(phase).varint(generation).varint(flags);
+    emit(RecordKind::Collection, body);
+}
+
+// The agent has run its full collection just before: the sizes polled here, and everything
+// the analyzer measures at this mark, are what the program holds, not garbage.
 void process_exiting() {
     poll_cache_sizes(writer_emit);  // the sizes the program leaves behind
     pthread_mutex_lock(&g_caches_mutex);
@@ -140,7 +149,7 @@ void process_exiting() {
 growtrace_py_api g_api_table = {
     sizeof(growtrace_py_api), GROWTRACE_PY_API_VERSION, GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL, 0,
     agent_attach, capture_stack_api, cache_created, cache_insert, cache_destroyed, type_created,
-    process_exiting,
+    process_exiting, gc_collection,
 };
 
 using TypeReadyFn = int (*)(void*);

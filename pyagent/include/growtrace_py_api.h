@@ -123,7 +123,17 @@ typedef struct growtrace_py_api {
        one to run, before the interpreter tears modules and caches down): what is freed after
        this is shutdown work, not the program's steady state. Present when `size` covers it. */
     void (*process_exiting)(void);
+    /* A collection of the cyclic garbage collector starts or stops on the calling thread
+       (phase GROWTRACE_PY_GC_*): the agent reports full collections (the oldest generation),
+       from gc.callbacks, and the one it runs itself at the shutdown mark (flags
+       GROWTRACE_PY_GC_AT_SHUTDOWN). What the thread frees in between is garbage being
+       reclaimed. Present when `size` covers it. */
+    void (*gc_collection)(uint32_t phase, uint32_t generation, uint32_t flags);
 } growtrace_py_api;
+
+#define GROWTRACE_PY_GC_START 0u
+#define GROWTRACE_PY_GC_STOP  1u
+#define GROWTRACE_PY_GC_AT_SHUTDOWN (1u << 0)
 
 /* Exported by libgrowtrace.so. Returns NULL when the library implements an older version
    than min_version or is not tracing. */

@@ -6,8 +6,10 @@
  *   call of a probe is a cache miss that is about to become an insertion: the probe reports
  *   MISS_BEGIN (with a key description), calls the real function, reports STORED/RAISED.
  *   Being C, it adds no Python frame: tracebacks and stacks look exactly as without it.
- * - Type scan: a gc.callbacks callable that, at the start of each collection, reports the
- *   heap types in generation 0 (= created since the previous collection).
+ * - gc.callbacks: one callable that reports the start and stop of full collections and, where
+ *   the library does not hook PyType_Ready, at the start of each collection, the heap types in
+ *   generation 0 (= created since the previous collection). At the shutdown mark the agent runs
+ *   one full collection itself.
  * - Sinks: the preload library's API (growtrace_py_get_api, see growtrace_py_api.h) when
  *   present, else JSON lines to $GROWTRACE_PYAGENT_LOG (for tests), else nothing.
  *
@@ -773,13 +775,60 @@ static PyObject *type_scan_final(PyObject *m, PyObject *noargs) {
     return scan_young_types(m, noargs);
 }
 
-/* gc callback: callback(phase, info) */
+/* Full collections (the oldest generation): reported at their start and stop, so that the
+   analyzer knows which frees are garbage being reclaimed rather than memory the program let go
+   of. The one the agent runs at the shutdown mark reports itself (the program may have emptied
+   gc.callbacks). */
+#define GT_OLDEST_GENERATION 2
+static int g_scan_types;      /* no PyType_Ready hook: new classes are found at collections */
+static int g_final_collecting; /* the agent's own collection at the shutdown mark is running */
+
+static int has_gc_api(void) {
+    return g_native && g_native->size >= offsetof(growtrace_py_api, gc_collection) + sizeof(void *) &&
+           g_native->gc_collection;
+}
+
+static void report_collection(uint32_t phase, uint32_t generation, uint32_t flags) {
+    if (has_gc_api()) g_native->gc_collection(phase, generation, flags);
+    if (g_log_fd >= 0) {
+        char store[256];
+        Buf b = {store, 0, sizeof store, 0};
+        store[0] = '\0';
+        log_begin(&b, "gc_collection");
+        buf_printf(&b, ",\"phase\":\"%s\",\"generation\":%u,\"flags\":%u",
+                   phase == GROWTRACE_PY_GC_START ? "start" : "stop", generation, flags);
+        log_end(&b);
+    }
+}
+
+static PyObject *enable_type_scan(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    g_scan_types = 1;
+    Py_RETURN_NONE;
+}
+
+/* gc callback: callback(phase, info). Anything a program may pass it by hand is accepted and
+   never raises: it is one of the program's gc.callbacks. */
 static PyObject *gc_callback(PyObject *m, PyObject *args) {
-    PyObject *phase, *info;
-    if (!PyArg_ParseTuple(args, "OO", &phase, &info)) return NULL;
-    if (g_type_scan_final_done) Py_RETURN_NONE;
-    if (PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "start") == 0)
-        return scan_young_types(m, NULL);
+    PyObject *phase = NULL, *info = NULL;
+    if (!PyArg_ParseTuple(args, "OO", &phase, &info)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    int start = PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "start") == 0;
+    int stop = !start && PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "stop") == 0;
+    PyErr_Clear();
+    if (start && g_scan_types && !g_type_scan_final_done) {
+        PyObject *r = scan_young_types(m, NULL);
+        Py_XDECREF(r);
+    }
+    if ((start || stop) && !g_final_collecting && (g_native || g_log_fd >= 0) && PyDict_Check(info)) {
+        PyObject *gen = PyDict_GetItemString(info, "generation"); /* borrowed */
+        long generation = gen && PyLong_Check(gen) ? PyLong_AsLong(gen) : -1;
+        PyErr_Clear();
+        if (generation == GT_OLDEST_GENERATION)
+            report_collection(start ? GROWTRACE_PY_GC_START : GROWTRACE_PY_GC_STOP, (uint32_t)generation, 0);
+    }
     Py_RETURN_NONE;
 }
 
@@ -828,9 +877,19 @@ static PyObject *stop(PyObject *m, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
-/* process_exiting(): the agent's atexit callback; tells the library that shutdown begins. */
+/* process_exiting(): the agent's atexit callback, the last to run. One full collection first
+   (as the interpreter's own shutdown would, and not if the program disabled the collector), so
+   that what the program is measured to hold at the mark is what it holds, not garbage awaiting
+   a collection; then the library marks the start of shutdown. */
 static PyObject *process_exiting(PyObject *m, PyObject *noargs) {
     (void)m; (void)noargs;
+    if ((g_native || g_log_fd >= 0) && PyGC_IsEnabled()) {
+        g_final_collecting = 1;
+        report_collection(GROWTRACE_PY_GC_START, GT_OLDEST_GENERATION, GROWTRACE_PY_GC_AT_SHUTDOWN);
+        PyGC_Collect();
+        report_collection(GROWTRACE_PY_GC_STOP, GT_OLDEST_GENERATION, GROWTRACE_PY_GC_AT_SHUTDOWN);
+        g_final_collecting = 0;
+    }
     if (g_native && g_native->size >= offsetof(growtrace_py_api, process_exiting) + sizeof(void *) &&
         g_native->process_exiting)
         g_native->process_exiting();
@@ -854,6 +913,7 @@ static PyMethodDef methods[] = {
     {"cache_destroyed", cache_destroyed, METH_VARARGS, NULL},
     {"scan_young_types", scan_young_types, METH_NOARGS, NULL},
     {"gc_callback", gc_callback, METH_VARARGS, NULL},
+    {"enable_type_scan", enable_type_scan, METH_NOARGS, NULL},
     {"type_scan_final", type_scan_final, METH_NOARGS, NULL},
     {"stats", stats, METH_NOARGS, NULL},
     {"stop", stop, METH_NOARGS, NULL},

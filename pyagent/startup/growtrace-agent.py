@@ -8,15 +8,16 @@
 #    functools._lru_cache_wrapper stays the real C type (isinstance checks keep working);
 #  - registers the caches that already exist (typing's, when a .pth imported it early);
 #  - resolves the names a cache is bound to when it first misses;
-#  - adds the gc callback that reports new classes, unless the preload library hooks
-#    PyType_Ready itself (shared-libpython builds);
+#  - adds the gc callback that reports full collections and, unless the preload library hooks
+#    PyType_Ready itself (shared-libpython builds), new classes;
 #  - re-announces live caches in a forked child (it writes a trace of its own).
 # Attached to a running process (`growtrace attach`, attached=True) it instead probes the
 # caches that exist (their function is swapped for a probe in place), catches new ones at the
 # wrapper type's constructor, names them from every loaded module, and returns `detach`, which
 # undoes all of it.
 # Nothing here may run the program's code or change what the program observes, apart
-# from `functools.lru_cache` being an equivalent function object and one gc.callbacks entry.
+# from `functools.lru_cache` being an equivalent function object, one gc.callbacks entry, and
+# one full collection (gc.collect()) at the start of shutdown when the collector is enabled.
 
 FEATURE_NATIVE_TYPE_HOOK = 1
 CACHE_TYPED = 1
@@ -41,6 +42,7 @@ def install(ext, log_path, agent_path, api=0, attached=False):
     atexit.register(ext.process_exiting)
     scans_types = not features & FEATURE_NATIVE_TYPE_HOOK
     if scans_types:
+        ext.enable_type_scan()
         atexit.register(ext.type_scan_final)  # runs before process_exiting (LIFO)
 
     real_wrapper = functools._lru_cache_wrapper
@@ -199,8 +201,7 @@ def install(ext, log_path, agent_path, api=0, attached=False):
             register(wrapper, probe, cache_dict, user_function, maxsize, typed)
 
         ext.hook_new_caches(real_wrapper, on_new_cache, on_first_miss)
-        if scans_types:
-            gc.callbacks.append(ext.gc_callback)
+        gc.callbacks.append(ext.gc_callback)
 
         def detach():
             # Everything install() changed, put back; under the GIL, called by the library.
@@ -209,11 +210,11 @@ def install(ext, log_path, agent_path, api=0, attached=False):
             ext.unhook_new_caches()
             if scans_types:
                 ext.type_scan_final()
-                try:
-                    gc.callbacks.remove(ext.gc_callback)
-                except ValueError:
-                    pass
                 atexit.unregister(ext.type_scan_final)
+            try:
+                gc.callbacks.remove(ext.gc_callback)
+            except ValueError:
+                pass  # the program emptied gc.callbacks
             atexit.unregister(ext.process_exiting)
             for ref, _args, _names in list(live.values()):
                 wrapper = ref()
@@ -236,8 +237,9 @@ def install(ext, log_path, agent_path, api=0, attached=False):
     patched.__dict__.update(original.__dict__)
     functools.lru_cache = patched
 
-    if scans_types:
-        gc.callbacks.append(ext.gc_callback)
+    # Reports full collections (and, with scans_types, new classes). A program that empties
+    # gc.callbacks only loses those reports; the collection at the shutdown mark reports itself.
+    gc.callbacks.append(ext.gc_callback)
 
     def after_fork_in_child():
         if not active:

@@ -124,6 +124,42 @@ INSTANTIATE_TEST_SUITE_P(Exits, MemoTableFreedAtShutdown,
                                     (info.param.mode == TraceMode::Sampled ? "Sampled" : "");
                          });
 
+// A dictionary that grew for the whole run and is freed by a clean-up call just before main
+// returns (before the shutdown mark): the growth before the clean-up is the finding, and the
+// report says the memory was released at teardown. Sampled: fewer, bigger entries.
+TEST_P(Programs, TableFreedByACleanUpCallIsFlaggedAndReleasedAtTeardown) {
+    ScratchDir dir;
+    std::string trace_path = dir / "teardown.gtrace";
+    const std::vector<std::string> program =
+        sampled() ? std::vector<std::string>{GT_PROGRAM_TEARDOWN_TABLE, "3000", "16384", "3"}
+                  : std::vector<std::string>{GT_PROGRAM_TEARDOWN_TABLE, "300000", "32", "3"};
+    ProcessResult r = trace(dir, trace_path, program);
+    EXPECT_NE(r.out.find(sampled() ? "3000 entries of 16384 bytes" : "300000 entries of 32 bytes"), std::string::npos)
+        << r.out;
+    nlohmann::json json = analyze_json(dir, trace_path);
+    const int line = marker_line("teardown_table.cpp", "intern_word");
+    const double grown = sampled() ? 3000.0 * 16384 : 300000.0 * 32;
+    bool found = false;
+    for (const nlohmann::json& f : findings_of_kind(json, "unbounded_growth")) {
+        const nlohmann::json& leaf = f["frames"][0];
+        if (leaf["function"].get<std::string>().find("intern_word") == std::string::npos || leaf["line"] != line) continue;
+        found = true;
+        ASSERT_FALSE(f["teardown_at_s"].is_null()) << f.dump().substr(0, 1500);
+        EXPECT_GT(f["teardown_at_s"].get<double>(), 2.5);
+        EXPECT_LT(f["retained_bytes"].get<double>(), 0.01 * grown) << "freed before the shutdown mark";
+        const double released = f["released_at_teardown_bytes"].get<double>();
+        if (sampled()) EXPECT_NEAR(released, grown, 0.35 * grown);
+        else EXPECT_NEAR(released, grown, 0.01 * grown);
+    }
+    EXPECT_TRUE(found) << "the table's growth before the clean-up is not a finding\n"
+                       << json["groups"].dump().substr(0, 3000);
+    ProcessResult text = growtrace({"analyze", trace_path});
+    EXPECT_NE(text.out.find("released at teardown"), std::string::npos) << text.out;
+    // The steady per-request churn of the other programs is no teardown.
+    for (const nlohmann::json& g : json["groups"])
+        if (!g["teardown_at_s"].is_null()) EXPECT_NE(g["class"], "transient") << g.dump().substr(0, 1000);
+}
+
 TEST_P(Programs, BoundedLruIsNotFlagged) {
     ScratchDir dir;
     std::string trace_path = dir / "lru.gtrace";

@@ -94,6 +94,45 @@ TEST(AnalyzerClassifier, GroupFreedBeforeTheEndIsTransient) {
     EXPECT_EQ(classify_growth(s).cls, GrowthClass::Transient);
 }
 
+// A clean-up call at the end of the work frees everything: judged on the growth before it, which
+// the verdict reports with what was released. The fall may take a while (frees are slow traced).
+TEST(AnalyzerClassifier, GrowthFreedByATeardownIsUnboundedAndSaysSo) {
+    GrowthSeries s = empty_series();
+    for (size_t w = 0; w < 180; ++w) s.births_bytes[w] = 10000;
+    for (size_t w = 180; w < 195; ++w) s.deaths_bytes[w] = 1.8e6 / 15;
+    GrowthVerdict v = classify_growth(s);
+    EXPECT_EQ(v.cls, GrowthClass::Unbounded) << v.reason;
+    EXPECT_NEAR(v.teardown_at_s, 180 * kWindowS, 1e-9);
+    EXPECT_NEAR(v.released_at_teardown, 1.8e6, 1);
+    EXPECT_NE(v.reason.find("teardown"), std::string::npos) << v.reason;
+    EXPECT_NEAR(v.slope_bytes_per_s, 10000 / kWindowS, 1);
+}
+
+// What is freed steadily, or freed and followed by more work, is no teardown.
+TEST(AnalyzerClassifier, SteadyOrEarlyFreesAreNoTeardown) {
+    GrowthSeries steady = empty_series();
+    for (size_t w = 0; w < 120; ++w) steady.births_bytes[w] = 10000;
+    for (size_t w = 120; w < 200; ++w) steady.deaths_bytes[w] = 1.2e6 / 80;
+    GrowthVerdict v = classify_growth(steady);
+    EXPECT_EQ(v.cls, GrowthClass::Transient) << v.reason;
+    EXPECT_EQ(v.teardown_at_s, 0);
+    GrowthSeries early = empty_series();
+    for (size_t w = 0; w < 150; ++w) early.births_bytes[w] = 10000;
+    early.deaths_bytes[150] = 1.5e6;  // then 49 windows of other work
+    v = classify_growth(early);
+    EXPECT_EQ(v.cls, GrowthClass::Transient) << v.reason;
+    EXPECT_EQ(v.teardown_at_s, 0);
+}
+
+TEST(AnalyzerClassifier, TeardownPointIsTheStartOfTheFinalFall) {
+    const std::vector<double> t{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    EXPECT_EQ(teardown_point(t, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0}, 0, 0), 9);
+    EXPECT_EQ(teardown_point(t, {1, 2, 3, 4, 5, 6, 7, 8, 10, 6, 1}, 0, 0), 8);
+    EXPECT_EQ(teardown_point(t, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 9}, 0, 0), -1) << "not freed";
+    EXPECT_EQ(teardown_point(t, {1, 2, 3, 4, 10, 0, 0, 0, 0, 0, 0}, 0, 0), -1) << "freed long before the end";
+    EXPECT_EQ(teardown_point(t, {10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, 0, 0), -1) << "freed steadily";
+}
+
 TEST(AnalyzerClassifier, NoisyGrowthIsUnbounded) {
     std::mt19937 rng(12345);
     std::uniform_real_distribution<double> u(0, 2);

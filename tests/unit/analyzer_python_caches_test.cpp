@@ -356,5 +356,79 @@ TEST(PythonCaches, CountedMissesOfABoundedCacheGiveTheSameFiguresAsTheMissesThem
     EXPECT_EQ(y.growth_entries_per_s, x.growth_entries_per_s);
 }
 
+// Nothing recorded after the shutdown mark decides: a size record of a torn-down module's cache
+// (0 entries), taken during the interpreter's shutdown, leaves a growing cache growing.
+TEST(PythonCaches, SizesAfterTheShutdownMarkDecideNothing) {
+    PythonTracker t;
+    t.on_cache_create(cache(1, -1));
+    for (uint64_t i = 0; i < 200; ++i) miss(t, 1, i + 1, i * kSecond / 50, i, i + 1);
+    t.set_exit_ticks(4 * kSecond);
+    CacheSizeRecord torn_down;
+    torn_down.ticks = 4 * kSecond + 1000;
+    torn_down.entries = {{1, 0}};
+    t.on_cache_size(torn_down);
+    PythonFindings f = t.finish(seconds, 4.2);
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_TRUE(f.caches[0].unbounded) << f.caches[0].reason;
+    EXPECT_EQ(f.caches[0].entries_last, 200u);
+    EXPECT_EQ(f.caches[0].teardown_at_s, 0);
+}
+
+// cache_clear() at the end of the work (before the mark): judged on the run before, with what it
+// held then, and said to be released at teardown. A cache destroyed then is the same.
+TEST(PythonCaches, CacheEmptiedAtTheEndOfTheWorkIsJudgedOnTheRunBefore) {
+    for (const int64_t last : {int64_t{0}, int64_t{-1}}) {
+        PythonTracker t;
+        t.on_cache_create(cache(1, -1));
+        for (uint64_t i = 0; i < 200; ++i) miss(t, 1, i + 1, i * kSecond / 50, i, i + 1);
+        for (uint64_t i = 0; i < 200; ++i) t.on_free_compact(FreeCompactEvent{1, 4 * kSecond + 10 + i, i + 1});
+        CacheSizeRecord emptied;
+        emptied.ticks = 4 * kSecond + 500;
+        emptied.entries = {{1, last}};
+        t.on_cache_size(emptied);
+        t.set_exit_ticks(4 * kSecond + 1000);
+        PythonFindings f = t.finish(seconds, 4.0);
+        ASSERT_EQ(f.caches.size(), 1u);
+        const CacheFinding& c = f.caches[0];
+        EXPECT_TRUE(c.unbounded) << c.reason;
+        EXPECT_EQ(c.retained_bytes, 0u);
+        EXPECT_EQ(c.entries_before_teardown, 200u);
+        EXPECT_EQ(c.released_at_teardown_bytes, 200u * 1000u);
+        EXPECT_NEAR(c.teardown_at_s, 4.0, 0.01);
+    }
+}
+
+// Classes made and dropped in batches: the live count at the quarter ends may well rise, but
+// the fewest alive in each quarter do not. A population that is kept does rise.
+TEST(PythonCaches, DuplicateTypesNeedALivePopulationThatKeepsGrowing) {
+    for (const bool kept : {false, true}) {
+        PythonTracker t;
+        uint64_t seq = 1;
+        std::vector<uint64_t> open;
+        for (uint64_t i = 0; i < 3000; ++i) {
+            const uint64_t ticks = i * kSecond / 1000;
+            t.on_alloc_compact(AllocCompactEvent{1, ticks, 900, 5, seq});
+            TypeCreateRecord type;
+            type.tid = 1;
+            type.ticks = ticks + 1;
+            type.address = 0x10000 + i * 0x400;
+            type.module = "lib";
+            type.qualname = "Schema";
+            type.allocation_seq = seq;
+            t.on_type_create(type);
+            // Batches of 4 to 34, dropped when full; the last one stays alive.
+            open.push_back(seq++);
+            if (!kept && open.size() >= 4 + 30 * i / 3000 && i < 2980) {
+                for (uint64_t s : open) t.on_free_compact(FreeCompactEvent{1, ticks + 2, s});
+                open.clear();
+            }
+        }
+        PythonFindings f = t.finish(seconds, 3.0);
+        ASSERT_EQ(f.types.size(), 1u);
+        EXPECT_EQ(f.types[0].unbounded, kept) << f.types[0].reason;
+        EXPECT_GE(f.types[0].live_at_end, kMinDuplicateLiveClasses);
+    }
+}
+
 }  // namespace
 }  // namespace growtrace

@@ -148,6 +148,35 @@ TEST(AnalyzerRetention, CompactEventsAreMatchedBySequenceNumber) {
     EXPECT_EQ(find_stack(r, 2)->live_count, 1u);
 }
 
+// Frees inside a full collection are garbage: dead since the full collection before (what it
+// left was reachable), or since their birth if they were born after it.
+TEST(AnalyzerRetention, GarbageFreedByAFullCollectionIsDeadSinceThePreviousOne) {
+    RetentionModel m;
+    m.set_origin(0);
+    // Windows are 1 tick wide while everything fits in 512 of them.
+    m.on_alloc_compact(AllocCompactEvent{1, 10, 100, 1, 1});   // survives the collection at 100
+    m.on_alloc_compact(AllocCompactEvent{1, 150, 200, 1, 2});  // born after it
+    m.on_alloc_compact(AllocCompactEvent{1, 160, 400, 2, 3});  // freed by the program itself
+    m.on_free_compact(FreeCompactEvent{1, 170, 3});
+    EXPECT_EQ(m.on_garbage_free_compact(FreeCompactEvent{1, 300, 1}, 100), 100u);
+    EXPECT_EQ(m.on_garbage_free_compact(FreeCompactEvent{1, 300, 2}, 100), 150u);
+    EXPECT_EQ(m.on_garbage_free_compact(FreeCompactEvent{1, 300, 9}, 100), 0u) << "unknown allocation";
+    RetentionResult r = m.finish();
+    EXPECT_EQ(r.totals.garbage_frees, 2);
+    EXPECT_EQ(r.totals.garbage_bytes, 300);
+    EXPECT_EQ(r.totals.retained_bytes, 0u);
+    const StackRetention* s = find_stack(r, 1);
+    ASSERT_TRUE(s);
+    double level = 0, level_at_200 = -1;
+    for (const WindowBin& b : s->bins) {
+        level += b.births_bytes - b.deaths_bytes;
+        EXPECT_NE(b.window, 300u) << "no death counted when the collection ran";
+        if (b.window <= 200) level_at_200 = level;
+    }
+    EXPECT_EQ(level_at_200, 0) << "garbage between two full collections is not held";
+    EXPECT_EQ(find_stack(r, 2)->bins.back().window, 170u);
+}
+
 TEST(AnalyzerRetention, FreeOfMemoryAllocatedBeforeTracingIsIgnored) {
     RetentionModel m;
     m.on_free(free_(1, 5, 0x5000));

@@ -18,14 +18,9 @@ using nlohmann::json;
 
 uint64_t whole(double v) { return v > 0 ? static_cast<uint64_t>(std::llround(v)) : 0; }
 
-// Index of a finding in its process's JSON "findings": caches, then classes, then stacks.
+// Index of a finding in its process's JSON "findings" (finding_id is 1-based).
 size_t json_index(const AnalysisResult& r, const ProcessFindingRef& ref) {
-    switch (ref.kind) {
-        case FindingKind::Cache: return ref.index;
-        case FindingKind::Types: return r.cache_findings.size() + ref.index;
-        case FindingKind::Stack: return r.cache_findings.size() + r.type_findings.size() + ref.index;
-    }
-    return 0;
+    return finding_id(r, FindingRef{ref.kind, ref.index}) - 1;
 }
 
 std::string pid_list(const AnalysedTraceSet& set, const std::vector<ProcessFindingRef>& refs) {

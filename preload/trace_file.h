@@ -39,6 +39,13 @@ public:
 
     int last_error() const { return last_errno_; }
 
+    // zstd level of the blocks to come. A full trace writes megabytes a second, so its level is
+    // the cheapest that still compresses well; a sampled trace writes kilobytes a second, so a
+    // higher level costs the writer well under 1 % of a core and keeps a day's trace small.
+    static constexpr int kFullTraceLevel = 2;
+    static constexpr int kSampledTraceLevel = 13;
+    void set_compression_level(int level) { level_ = level; }
+
 private:
     bool try_create(const char* path);
     // Opens the file to append a block; -1 if it is gone or cannot be opened.
@@ -57,6 +64,7 @@ private:
     uint64_t complete_size_ = 0;  // bytes of the header and of whole blocks on disk
     char path_[4096] = {};        // absolute: the program may change its directory
     void* zstd_ = nullptr;
+    int level_ = kFullTraceLevel;
     uint8_t* compressed_ = nullptr;
     size_t compressed_capacity_ = 0;
 };

@@ -151,6 +151,7 @@ const char* codec_name(uint8_t codec) {
     switch (static_cast<format::Codec>(codec)) {
         case format::Codec::Raw: return "raw";
         case format::Codec::Zstd: return "zstd";
+        case format::Codec::ZstdWithPrefix: return "zstd (prefix: the block before)";
     }
     return "?";
 }

@@ -131,6 +131,24 @@ void TraceReader::fail_block(const std::string& what) const {
     throw TraceError(fmt::format("corrupt trace: block {} at offset {}: {}", block_.index, block_.offset, what));
 }
 
+// Decodes stored_ into raw_, with the previous block's records as the frame's prefix or not.
+void TraceReader::decompress(bool with_prefix) {
+    if (!dctx_) dctx_ = {ZSTD_createDCtx(), [](void* d) { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(d)); }};
+    auto* dctx = static_cast<ZSTD_DCtx*>(dctx_.get());
+    if (!dctx) throw TraceError("out of memory for the zstd decoder");
+    ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
+    if (with_prefix) {
+        const size_t r = ZSTD_DCtx_refPrefix(dctx, previous_raw_.data(), previous_raw_.size());
+        if (ZSTD_isError(r)) fail_block(fmt::format("zstd error: {}", ZSTD_getErrorName(r)));
+    }
+    raw_.resize(block_.raw_size);
+    // Decompress into exactly raw_size bytes: a frame that decodes to more is an error from zstd
+    // ("destination buffer too small"), one that decodes to less is caught below.
+    const size_t n = ZSTD_decompressDCtx(dctx, raw_.data(), raw_.size(), stored_.data(), stored_.size());
+    if (ZSTD_isError(n)) fail_block(fmt::format("zstd error: {}", ZSTD_getErrorName(n)));
+    if (n != block_.raw_size) fail_block(fmt::format("decodes to {} bytes, header says {}", n, block_.raw_size));
+}
+
 // Reads and decodes the next block into raw_. Returns false at a clean end of file.
 bool TraceReader::load_next_block() {
     if (pos_ == file_size_) return false;
@@ -160,6 +178,7 @@ bool TraceReader::load_next_block() {
                                      checksummed ? " (or its header is damaged)" : ""));
 
     const auto codec = static_cast<format::Codec>(block_.codec);
+    raw_.swap(previous_raw_);  // the last block's records stay readable as this one's prefix
     std::vector<uint8_t>& stored = codec == format::Codec::Raw ? raw_ : stored_;
     stored.resize(block_.stored_size);
     read_exact(stored.data(), stored.size());
@@ -178,16 +197,16 @@ bool TraceReader::load_next_block() {
                 fail_block(fmt::format("raw block stores {} bytes but declares {} decoded bytes",
                                        block_.stored_size, block_.raw_size));
             break;
-        case format::Codec::Zstd: {
-            raw_.resize(block_.raw_size);
-            // Decompress into exactly raw_size bytes: a frame that decodes to more is an error
-            // from zstd ("destination buffer too small"), one that decodes to less is caught below.
-            const size_t n = ZSTD_decompress(raw_.data(), raw_.size(), stored_.data(), stored_.size());
-            if (ZSTD_isError(n)) fail_block(fmt::format("zstd error: {}", ZSTD_getErrorName(n)));
-            if (n != block_.raw_size)
-                fail_block(fmt::format("decodes to {} bytes, header says {}", n, block_.raw_size));
+        case format::Codec::Zstd:
+            decompress(false);
             break;
-        }
+        case format::Codec::ZstdWithPrefix:
+            if (version_ < format::kFirstPrefixVersion)
+                fail_block(fmt::format("codec {} is not used before format version {}", block_.codec,
+                                       format::kFirstPrefixVersion));
+            if (blocks_read_ == 0) fail_block("the first block refers to a block before it");
+            decompress(true);
+            break;
         default:
             fail_block(fmt::format("unknown codec {}", block_.codec));
     }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <memory>
 #include <vector>
 
 #include "format/trace_format.h"
@@ -79,6 +80,7 @@ public:
 
 private:
     bool load_next_block();
+    void decompress(bool with_prefix);
     void read_exact(void* dst, size_t n);
     [[noreturn]] void fail_block(const std::string& what) const;
 
@@ -93,6 +95,8 @@ private:
     bool first_in_block_ = false;
     std::vector<uint8_t> stored_;
     std::vector<uint8_t> raw_;
+    std::vector<uint8_t> previous_raw_;  // the block before: a ZstdWithPrefix block's prefix
+    std::unique_ptr<void, void (*)(void*)> dctx_{nullptr, nullptr};
     format::Cursor cursor_{nullptr, nullptr};
 };
 

@@ -28,9 +28,13 @@ inline constexpr char kMagic[8] = {'G', 'R', 'O', 'W', 'T', 'R', 'C', '\n'};
 //       maxsize, counted per window instead of one CacheInsert each. Only sampled traces are
 //       written as version 4 (kSampledVersion); a full trace is still version 3, so that an
 //       analyzer that knows version 3 refuses only the traces it would misread.
-inline constexpr uint32_t kVersion = 4;
+//   5 = a block may be stored with codec ZstdWithPrefix: one zstd frame compressed with the
+//       decoded records of the block before it as its prefix (docs/trace-format.md, "Block").
+//       Sampled traces are written as version 5; full traces are still version 3.
+inline constexpr uint32_t kVersion = 5;
 inline constexpr uint32_t kFullVersion = 3;
-inline constexpr uint32_t kSampledVersion = 4;
+inline constexpr uint32_t kSampledVersion = 5;
+inline constexpr uint32_t kFirstPrefixVersion = 5;  // the first version that may use ZstdWithPrefix
 
 struct FileHeader {
     char magic[8];
@@ -44,7 +48,9 @@ inline constexpr uint32_t kKnownFlags = kFlagBlockChecksums;
 
 inline constexpr uint32_t kBlockMagic = 0x4b425447;  // "GTBK" little endian
 
-enum class Codec : uint8_t { Raw = 0, Zstd = 1 };
+// ZstdWithPrefix (version 5): the frame refers back into the previous block's decoded records,
+// whatever that block's codec; the first block of a file never uses it.
+enum class Codec : uint8_t { Raw = 0, Zstd = 1, ZstdWithPrefix = 2 };
 
 struct BlockHeader {
     uint32_t magic;        // kBlockMagic

@@ -421,7 +421,6 @@ void child_after_fork() {
 void configure_sampling(uint64_t sample_bytes) {
     if (!sampler_configure(sample_bytes))
         log_line("no memory for the table of sampled blocks; tracing every allocation instead");
-    g_file.set_compression_level(sampling_enabled() ? TraceFile::kSampledTraceLevel : TraceFile::kFullTraceLevel);
 }
 
 // What capturing stacks needs, once per process: the Python interpreter's symbols (if any),

@@ -39,12 +39,12 @@ public:
 
     int last_error() const { return last_errno_; }
 
-    // zstd level of the blocks to come. A full trace writes megabytes a second, so its level is
-    // the cheapest that still compresses well; a sampled trace writes kilobytes a second, so a
-    // higher level costs the writer well under 1 % of a core and keeps a day's trace small.
+    // How blocks are compressed. A full trace writes megabytes a second, so each block is
+    // compressed on its own at the cheapest level that still compresses well. A sampled trace
+    // writes kilobytes a second, so it affords a higher level and refers back into the block
+    // before (codec ZstdWithPrefix): a day's trace stays small for well under 1 % of a core.
     static constexpr int kFullTraceLevel = 2;
     static constexpr int kSampledTraceLevel = 13;
-    void set_compression_level(int level) { level_ = level; }
 
 private:
     bool try_create(const char* path);
@@ -63,10 +63,18 @@ private:
     int last_errno_ = 0;
     uint64_t complete_size_ = 0;  // bytes of the header and of whole blocks on disk
     char path_[4096] = {};        // absolute: the program may change its directory
+    // Compresses `size` bytes of records into compressed_ after the header; 0 if zstd failed.
+    size_t compress(const uint8_t* records, size_t size, size_t bound, bool with_prefix);
+    // The records of the last block on disk, the prefix of the next (sampled traces only).
+    void remember_block(const uint8_t* records, size_t size);
+
     void* zstd_ = nullptr;
-    int level_ = kFullTraceLevel;
+    bool sampled_ = false;  // fixed when the file is created, as its version is
     uint8_t* compressed_ = nullptr;
     size_t compressed_capacity_ = 0;
+    uint8_t* previous_ = nullptr;
+    size_t previous_size_ = 0;
+    size_t previous_capacity_ = 0;
 };
 
 // Builds "<stem>.<pid>.gtrace"-style names: `primary` without a trailing ".gtrace", then

@@ -10,9 +10,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
 #include <thread>
 
 #include "e2e_support.h"
+#include "format/trace_format.h"
 #include "report_view.h"
 
 namespace growtrace::e2e {
@@ -240,6 +244,22 @@ TEST(Stress, SampledBuffersThatFillUpAreWrittenWithoutLoss) {
     EXPECT_EQ(site->allocations, 1000000u);
     EXPECT_EQ(site->live_count, 0u) << "every free matched its allocation";
     EXPECT_EQ(json["totals"]["unmatched_frees"], 0);
+    // A sampled trace is version 5 and its blocks after the first refer back into the block
+    // before (ZstdWithPrefix); the counts above show that every one of them decoded whole.
+    std::ifstream in(trace, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GE(bytes.size(), sizeof(format::FileHeader));
+    format::FileHeader header;
+    std::memcpy(&header, bytes.data(), sizeof header);
+    EXPECT_EQ(header.version, format::kSampledVersion);
+    std::map<int, int> codecs;
+    for (size_t at = sizeof header; at + sizeof(format::BlockHeader) <= bytes.size();) {
+        format::BlockHeader block;
+        std::memcpy(&block, bytes.data() + at, sizeof block);
+        ++codecs[block.codec];
+        at += sizeof block + block.stored_size;
+    }
+    EXPECT_GT(codecs[static_cast<int>(format::Codec::ZstdWithPrefix)], 1) << fmt::format("{}", codecs);
 }
 
 TEST(Stress, PosixMemalignLargeAlignmentsAreExact) {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 
 #include "format/checksum.h"
@@ -126,15 +127,22 @@ TraceBuilder& TraceBuilder::tracer_error(uint64_t ticks, const std::string& mess
 TraceBuilder& TraceBuilder::end_block(format::Codec codec) {
     if (current_.empty()) return *this;
     std::vector<uint8_t> stored;
-    if (codec == format::Codec::Zstd) {
+    // The first block has no block before it to refer to: it is compressed on its own.
+    if (codec == format::Codec::ZstdWithPrefix && blocks_.empty()) codec = format::Codec::Zstd;
+    if (codec != format::Codec::Raw) {
+        std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+        ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, 3);
+        if (codec == format::Codec::ZstdWithPrefix)
+            ZSTD_CCtx_refPrefix(cctx.get(), previous_raw_.data(), previous_raw_.size());
         stored.resize(ZSTD_compressBound(current_.size()));
-        size_t n = ZSTD_compress(stored.data(), stored.size(), current_.data(), current_.size(), 3);
+        size_t n = ZSTD_compress2(cctx.get(), stored.data(), stored.size(), current_.data(), current_.size());
         if (ZSTD_isError(n)) throw std::runtime_error("zstd compression failed");
         stored.resize(n);
     } else {
         stored = current_;
     }
     blocks_.push_back(Block{codec, std::move(stored), static_cast<uint32_t>(current_.size())});
+    previous_raw_ = current_;
     current_.clear();
     return *this;
 }

@@ -59,6 +59,7 @@ private:
         uint32_t raw_size;
     };
     std::vector<uint8_t> current_;
+    std::vector<uint8_t> previous_raw_;  // the last block's records: a ZstdWithPrefix block's prefix
     std::vector<Block> blocks_;
     uint64_t run_ticks_ = 0;
     uint64_t run_addr_ = 0;

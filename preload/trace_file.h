@@ -44,7 +44,7 @@ public:
     // writes kilobytes a second, so it affords a higher level and refers back into the block
     // before (codec ZstdWithPrefix): a day's trace stays small for well under 1 % of a core.
     static constexpr int kFullTraceLevel = 2;
-    static constexpr int kSampledTraceLevel = 13;
+    static constexpr int kSampledTraceLevel = 15;
 
 private:
     bool try_create(const char* path);

@@ -140,6 +140,8 @@ def main() -> int:
     differ = sorted(k for k in set(plain_all) | set(traced_all) if plain_all.get(k) != traced_all.get(k))
     for k in differ:
         print(f"  differs: {k}: untraced {plain_all.get(k, 'absent')}, traced {traced_all.get(k, 'absent')}")
+    for k in sorted(k for k in plain_all if plain_all[k] in ("failed", "error") and traced_all.get(k) == plain_all[k]):
+        print(f"  {plain_all[k]} both ways: {k}")
     for p in problems:
         print(p)
     n_traces = len(os.listdir(traces))

@@ -94,10 +94,16 @@ def main() -> int:
     if not os.access(args.python, os.X_OK):
         print(f"conformance: no python at {args.python} (--python PATH)", file=sys.stderr)
         return cannot_run
-    has_tests = subprocess.run([args.python, "-c", "import test.libregrtest, test.support"],
+    # Debian's python3.11 ships test.support and test.libregrtest without the test modules:
+    # regrtest then runs and reports nothing, so each module is looked for.
+    modules = sorted({m for g in groups for m in g if m.startswith("test_")})
+    probe = ("import importlib.util, sys, test.libregrtest, test.support\n"
+             "sys.exit(any(importlib.util.find_spec('test.' + m) is None for m in sys.argv[1:]))")
+    has_tests = subprocess.run([args.python, "-c", probe, *modules],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
     if not has_tests:
-        print(f"conformance: {args.python} has no Lib/test (Debian: apt-get install libpython3.11-testsuite)",
+        print(f"conformance: {args.python} lacks Lib/test or one of {modules} (Debian: apt-get install "
+              "libpython3.11-testsuite)",
               file=sys.stderr)
         return cannot_run
     if not os.access(args.growtrace, os.X_OK):
@@ -134,6 +140,8 @@ def main() -> int:
     differ = sorted(k for k in set(plain_all) | set(traced_all) if plain_all.get(k) != traced_all.get(k))
     for k in differ:
         print(f"  differs: {k}: untraced {plain_all.get(k, 'absent')}, traced {traced_all.get(k, 'absent')}")
+    for k in sorted(k for k in plain_all if plain_all[k] in ("failed", "error") and traced_all.get(k) == plain_all[k]):
+        print(f"  {plain_all[k]} both ways: {k}")
     for p in problems:
         print(p)
     n_traces = len(os.listdir(traces))

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Sets up and builds (tools/setup.sh), then runs every test registered with ctest.
-# Unit tests run two at a time; the end-to-end tests (label e2e) run one at a time, because
-# they trace programs whose behaviour over time is what they check.
+# Sets up and builds (tools/setup.sh), then runs every test registered with ctest, two at a
+# time: first all but the end-to-end tests, then the end-to-end tests (label e2e). Those whose
+# outcome depends on time itself (attach, stress, signals, pools) are marked RUN_SERIAL in
+# tests/e2e/CMakeLists.txt, and ctest runs each of them alone.
+#
+# Where ccache is installed, a fresh build dir (CI's clean clone) is configured to compile
+# through it, unless CMAKE_C(XX)_COMPILER_LAUNCHER is set already (CMake reads both from the
+# environment at first configure; bench/fuzz.sh's own build tree gets it too).
 #
 # Usage: tools/test.sh [extra ctest arguments, e.g. -R Memo]
 set -euo pipefail
@@ -9,9 +14,14 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GROWTRACE_BUILD_DIR:-$repo/build}"
 
+if command -v ccache >/dev/null; then
+    export CMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER:-ccache}"
+    export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}"
+fi
+
 "$repo/tools/setup.sh"
 
 status=0
 ctest --test-dir "$build" --output-on-failure -j2 -LE e2e "$@" || status=1
-ctest --test-dir "$build" --output-on-failure -L e2e "$@" || status=1
+ctest --test-dir "$build" --output-on-failure -j2 -L e2e "$@" || status=1
 exit $status

@@ -747,20 +747,85 @@ static void emit_type(PyTypeObject *tp, uint32_t source) {
     }
 }
 
-/* Reports the heap types in GC generation 0. Called with phase "start" by gc.callbacks. */
-static PyObject *scan_young_types(PyObject *m, PyObject *noargs) {
-    (void)m; (void)noargs;
-    if (!g_get_objects) Py_RETURN_NONE;
-    PyObject *objs = PyObject_CallFunction(g_get_objects, "i", 0);
-    if (!objs) { PyErr_Clear(); Py_RETURN_NONE; }
-    Py_ssize_t n = PyList_GET_SIZE(objs);
-    for (Py_ssize_t i = 0; i < n; i++) {
+/* A class is tracked by the collector as soon as type() allocates it, and only later made
+   ready; a collection that the allocations in between set off finds it in generation 0 not
+   ready yet, and then promotes it. Its address is kept (never a reference: the program's
+   objects are not kept alive) with the generation it was promoted to, and at the next scan,
+   before any other collection could have moved it, that generation is looked through for it.
+   An address not found there again is dropped. */
+#define GT_OLDEST_GENERATION 2
+#define GT_PENDING_TYPES 64
+typedef struct { uintptr_t address; int generation; } PendingType;
+static PendingType g_pending[GT_PENDING_TYPES];
+static int g_n_pending;
+
+static int is_heap_type(PyObject *o) {
+    return PyType_Check(o) && (((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE);
+}
+
+/* Where the survivors of a collection of `collected` that were in `generation` go. */
+static int promoted_to(int generation, int collected) {
+    if (collected < 0 || generation > collected) return generation; /* not a collection, or not in it */
+    return collected < GT_OLDEST_GENERATION ? collected + 1 : GT_OLDEST_GENERATION;
+}
+
+static void remember_not_ready(uintptr_t address, int generation, int collected) {
+    if (g_n_pending == GT_PENDING_TYPES) return;
+    g_pending[g_n_pending].address = address;
+    g_pending[g_n_pending++].generation = promoted_to(generation, collected);
+}
+
+/* Reports the classes of `pending` in `generation` that are ready now; keeps those still not. */
+static void scan_pending(const PendingType *pending, int n, int generation, int collected) {
+    PyObject *objs = PyObject_CallFunction(g_get_objects, "i", generation);
+    if (!objs) { PyErr_Clear(); return; }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); i++) {
         PyObject *o = PyList_GET_ITEM(objs, i);
-        if (PyType_Check(o) && (((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
-            ((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_READY)
-            emit_type((PyTypeObject *)o, GROWTRACE_PY_TYPE_FROM_GC_SCAN);
+        if (!is_heap_type(o)) continue;
+        for (int p = 0; p < n; p++) {
+            if (pending[p].generation != generation || pending[p].address != (uintptr_t)o) continue;
+            if (((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_READY)
+                emit_type((PyTypeObject *)o, GROWTRACE_PY_TYPE_FROM_GC_SCAN);
+            else
+                remember_not_ready((uintptr_t)o, generation, collected);
+            break;
+        }
     }
     Py_DECREF(objs);
+}
+
+/* Reports the heap types in GC generation 0, and the ones an earlier scan found not ready.
+   `collected`: the generation whose collection is starting, -1 when none is. */
+static void scan_types(int collected) {
+    if (!g_get_objects) return;
+    PendingType pending[GT_PENDING_TYPES];
+    int n = g_n_pending;
+    memcpy(pending, g_pending, sizeof pending[0] * (size_t)n);
+    g_n_pending = 0;
+    for (int generation = 1; generation <= GT_OLDEST_GENERATION; generation++) {
+        for (int p = 0; p < n; p++) {
+            if (pending[p].generation == generation) {
+                scan_pending(pending, n, generation, collected);
+                break;
+            }
+        }
+    }
+    PyObject *objs = PyObject_CallFunction(g_get_objects, "i", 0);
+    if (!objs) { PyErr_Clear(); return; }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); i++) {
+        PyObject *o = PyList_GET_ITEM(objs, i);
+        if (!is_heap_type(o)) continue;
+        if (((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_READY)
+            emit_type((PyTypeObject *)o, GROWTRACE_PY_TYPE_FROM_GC_SCAN);
+        else
+            remember_not_ready((uintptr_t)o, 0, collected);
+    }
+    Py_DECREF(objs);
+}
+
+static PyObject *scan_young_types(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    scan_types(-1);
     Py_RETURN_NONE;
 }
 
@@ -779,7 +844,6 @@ static PyObject *type_scan_final(PyObject *m, PyObject *noargs) {
    analyzer knows which frees are garbage being reclaimed rather than memory the program let go
    of. The one the agent runs at the shutdown mark reports itself (the program may have emptied
    gc.callbacks). */
-#define GT_OLDEST_GENERATION 2
 static int g_scan_types;      /* no PyType_Ready hook: new classes are found at collections */
 static int g_final_collecting; /* the agent's own collection at the shutdown mark is running */
 
@@ -810,6 +874,7 @@ static PyObject *enable_type_scan(PyObject *m, PyObject *noargs) {
 /* gc callback: callback(phase, info). Anything a program may pass it by hand is accepted and
    never raises: it is one of the program's gc.callbacks. */
 static PyObject *gc_callback(PyObject *m, PyObject *args) {
+    (void)m;
     PyObject *phase = NULL, *info = NULL;
     if (!PyArg_ParseTuple(args, "OO", &phase, &info)) {
         PyErr_Clear();
@@ -818,17 +883,13 @@ static PyObject *gc_callback(PyObject *m, PyObject *args) {
     int start = PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "start") == 0;
     int stop = !start && PyUnicode_Check(phase) && PyUnicode_CompareWithASCIIString(phase, "stop") == 0;
     PyErr_Clear();
-    if (start && g_scan_types && !g_type_scan_final_done) {
-        PyObject *r = scan_young_types(m, NULL);
-        Py_XDECREF(r);
-    }
-    if ((start || stop) && !g_final_collecting && (g_native || g_log_fd >= 0) && PyDict_Check(info)) {
-        PyObject *gen = PyDict_GetItemString(info, "generation"); /* borrowed */
-        long generation = gen && PyLong_Check(gen) ? PyLong_AsLong(gen) : -1;
-        PyErr_Clear();
-        if (generation == GT_OLDEST_GENERATION)
-            report_collection(start ? GROWTRACE_PY_GC_START : GROWTRACE_PY_GC_STOP, (uint32_t)generation, 0);
-    }
+    PyObject *gen = (start || stop) && PyDict_Check(info) ? PyDict_GetItemString(info, "generation") : NULL;
+    long generation = gen && PyLong_Check(gen) ? PyLong_AsLong(gen) : -1;
+    PyErr_Clear();
+    if (generation < -1 || generation > GT_OLDEST_GENERATION) generation = -1;
+    if (start && g_scan_types && !g_type_scan_final_done) scan_types((int)generation);
+    if ((start || stop) && !g_final_collecting && (g_native || g_log_fd >= 0) && generation == GT_OLDEST_GENERATION)
+        report_collection(start ? GROWTRACE_PY_GC_START : GROWTRACE_PY_GC_STOP, (uint32_t)generation, 0);
     Py_RETURN_NONE;
 }
 

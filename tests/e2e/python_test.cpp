@@ -402,10 +402,6 @@ TEST_P(PythonModes, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
 TEST_P(PythonModes, ClassesOnlyFullCollectionsFreeAreNotGrowth) {
     const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
-    // Known bug, open: without the native class hook (the static interpreter), classes are found
-    // by scanning generation 0 at collections, and one class in 500 to 3000 is missed (counted
-    // 2999 of 3000): the verdicts hold, the exact count below does not.
-    if (py.name == "3.11-static") GTEST_SKIP() << "gc-scan class discovery misses one class (known bug)";
     const std::string program = kPrograms + "gc_class_factory.py";
     const int schema_line = python_mark("gc_class_factory.py", "schema_created");
     // No full collection before the shutdown mark, then one every 1000 requests.

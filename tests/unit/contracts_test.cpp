@@ -149,22 +149,27 @@ TEST(Environment, NamedVariablesIgnoresAPrefixAlone) {
               std::set<std::string>{"GROWTRACE_OUTPUT"});
 }
 
-// The agent (pyagent/startup/growtrace-agent.py) spells the cache flags of
-// pyagent/include/growtrace_py_api.h again: they must agree.
-TEST(CacheFlags, ThePythonAgentUsesTheValuesOfTheCHeader) {
-    const std::map<std::string, unsigned> header{{"TYPED", GROWTRACE_PY_CACHE_TYPED},
-                                                 {"PREEXISTING", GROWTRACE_PY_CACHE_PREEXISTING},
-                                                 {"METHOD", GROWTRACE_PY_CACHE_METHOD}};
+// The agent (pyagent/startup/growtrace-agent.py) spells the cache and feature flags of
+// pyagent/include/growtrace_py_api.h again: every NAME = N it defines must be the header's
+// GROWTRACE_PY_NAME.
+TEST(AgentFlags, ThePythonAgentUsesTheValuesOfTheCHeader) {
+    const std::map<std::string, unsigned> header{
+        {"CACHE_TYPED", GROWTRACE_PY_CACHE_TYPED},
+        {"CACHE_PREEXISTING", GROWTRACE_PY_CACHE_PREEXISTING},
+        {"CACHE_METHOD", GROWTRACE_PY_CACHE_METHOD},
+        {"FEATURE_NATIVE_TYPE_HOOK", GROWTRACE_PY_FEATURE_NATIVE_TYPE_HOOK},
+        {"FEATURE_CACHE_SIZE_POLL", GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL},
+        {"FEATURE_DICT_HOOK", GROWTRACE_PY_FEATURE_DICT_HOOK}};
     const std::string agent = read_file(fs::path(GROWTRACE_SOURCE_DIR) / "pyagent/startup/growtrace-agent.py");
-    const std::regex constant("^CACHE_([A-Z_]+) = ([0-9]+)$", std::regex::multiline);
-    int found = 0;
+    const std::regex constant("^([A-Z][A-Z_]*) = ([0-9]+)$", std::regex::multiline);
+    std::set<std::string> found;
     for (auto it = std::sregex_iterator(agent.begin(), agent.end(), constant); it != std::sregex_iterator(); ++it) {
-        ++found;
         auto flag = header.find((*it)[1].str());
-        ASSERT_NE(flag, header.end()) << "CACHE_" << (*it)[1] << " is not a GROWTRACE_PY_CACHE_ flag";
-        EXPECT_EQ(std::stoul((*it)[2].str()), flag->second) << "CACHE_" << flag->first;
+        ASSERT_NE(flag, header.end()) << (*it)[1] << " is not a flag of growtrace_py_api.h";
+        EXPECT_EQ(std::stoul((*it)[2].str()), flag->second) << flag->first;
+        found.insert(flag->first);
     }
-    EXPECT_GE(found, 2);
+    EXPECT_TRUE(found.contains("CACHE_TYPED") && found.contains("CACHE_PREEXISTING")) << "the scan reads the agent";
 }
 
 }  // namespace

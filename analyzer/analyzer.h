@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/analysis.h"
+#include "contracts/status_codes.h"
 
 namespace growtrace {
 
@@ -29,10 +30,6 @@ struct AnalyzeOptions {
     bool with_children = false;
     bool only_first_required = false;  // TraceSetOptions::only_first_required
 };
-
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 2;
-inline constexpr int kExitGrowthFound = 3;
 
 // Analyses the trace and writes the report to out. Returns kExitOk, kExitGrowthFound (only
 // with fail_on_growth), or kExitError after writing one line "growtrace: error: ..." to err.

@@ -23,8 +23,8 @@ const char* growth_class_name(GrowthClass c) {
 double theil_sen_slope(const std::vector<double>& y) {
     const size_t n = y.size();
     if (n < 2) return 0;
-    // At most ~256 points are used so the pair count stays small.
-    const size_t stride = std::max<size_t>(1, n / 256);
+    // At most about kMaxSlopePoints points are used so the pair count stays small.
+    const size_t stride = std::max<size_t>(1, n / kMaxSlopePoints);
     std::vector<double> slopes;
     for (size_t i = 0; i < n; i += stride)
         for (size_t j = i + stride; j < n; j += stride)
@@ -57,13 +57,13 @@ std::ptrdiff_t teardown_point(const std::vector<double>& t, const std::vector<do
 namespace {
 
 // Number of times the level fell to kSawtoothDropFraction of a preceding peak that was itself
-// at least half the overall peak.
+// at least kSawtoothMinPeakFraction of the overall peak.
 int count_fill_empty_cycles(const std::vector<double>& level, double peak) {
     int cycles = 0;
     double local_peak = 0;
     for (double v : level) {
         local_peak = std::max(local_peak, v);
-        if (local_peak >= 0.5 * peak && v <= kSawtoothDropFraction * local_peak) {
+        if (local_peak >= kSawtoothMinPeakFraction * peak && v <= kSawtoothDropFraction * local_peak) {
             ++cycles;
             local_peak = v;
         }
@@ -109,7 +109,7 @@ size_t periods_with_survivors(const std::vector<double>& survivors, const Span& 
 
 double plateau_time(const std::vector<double>& level, double target, double window_s) {
     for (size_t w = 0; w < level.size(); ++w)
-        if (level[w] >= 0.9 * target) return static_cast<double>(w + 1) * window_s;
+        if (level[w] >= kPlateauReachedFraction * target) return static_cast<double>(w + 1) * window_s;
     return static_cast<double>(level.size()) * window_s;
 }
 
@@ -247,13 +247,13 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
 
     if (failed.empty()) {
         v.cls = GrowthClass::Unbounded;
-        // Each term is 1 for clean linear growth and falls as the evidence weakens.
-        const double c_quarters = std::min(1.0, quarter_share / 0.8);
-        const double c_late = std::min(1.0, late_ratio / 0.8);
+        const double c_quarters = std::min(1.0, quarter_share / kConfidentShare);
+        const double c_late = std::min(1.0, late_ratio / kConfidentShare);
         const double c_survivors =
             torn_down ? 1.0 : static_cast<double>(survivor_periods) / static_cast<double>(periods);
-        const double c_history = std::min(1.0, static_cast<double>(span.size()) / 32.0);
-        v.confidence = std::clamp(0.25 * (c_quarters + c_late + c_survivors + c_history), 0.0, 1.0);
+        const double c_history = std::min(1.0, static_cast<double>(span.size()) / kConfidentHistoryWindows);
+        v.confidence =
+            std::clamp((c_quarters + c_late + c_survivors + c_history) / kUnboundedConfidenceTerms, 0.0, 1.0);
         v.reason = torn_down ? fmt::format("grew in every quarter of the run until a teardown at {:.2f} s released {}",
                                            v.teardown_at_s, human_bytes(v.released_at_teardown))
                              : fmt::format("grew in every quarter of the run; survivors born in {} of {} periods",
@@ -261,7 +261,7 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
         return v;
     }
     v.cls = GrowthClass::Bounded;
-    v.confidence = 0.5 + 0.5 * std::clamp(1 - late_ratio, 0.0, 1.0);
+    v.confidence = kBoundedMinConfidence + (1 - kBoundedMinConfidence) * std::clamp(1 - late_ratio, 0.0, 1.0);
     v.reason = failed;
     return v;
 }

@@ -59,6 +59,9 @@ inline constexpr double kTransientRemainFraction = 0.25;
 inline constexpr double kSawtoothDropFraction = 0.5;
 // ...and at least this many such cycles make a sawtooth.
 inline constexpr int kSawtoothMinCycles = 2;
+// Only peaks of at least this share of the overall peak start a cycle (not a dip in the noise
+// of a small level).
+inline constexpr double kSawtoothMinPeakFraction = 0.5;
 // Fewer windows of history than this cannot show a trend.
 inline constexpr size_t kMinHistoryWindows = 8;
 // Unbounded: every quarter of the active run must add at least this share of an even quarter
@@ -82,6 +85,22 @@ inline constexpr double kMinPeriodShare = 0.25;
 // Measured on synthetic sampled growth: tests/unit/analyzer_classifier_test.cpp.
 inline constexpr uint64_t kMinSamplesToJudge = 32;
 inline constexpr uint64_t kMinLiveSamplesToJudge = 32;
+
+// A plateau is reached at the first window whose level is at least this share of the final one.
+inline constexpr double kPlateauReachedFraction = 0.9;
+// theil_sen_slope uses at most about this many points (their pairs are sorted).
+inline constexpr size_t kMaxSlopePoints = 256;
+
+// Confidence of an Unbounded verdict: the mean of four terms, each 1 for clean linear growth
+// and falling as its evidence weakens: the weakest quarter's share and the late slope's ratio
+// (each full at kConfidentShare of the whole-run rate), the share of periods with survivors,
+// and the length of the history (full at kConfidentHistoryWindows windows).
+inline constexpr double kConfidentShare = 0.8;
+inline constexpr double kConfidentHistoryWindows = 32;
+inline constexpr int kUnboundedConfidenceTerms = 4;
+// Confidence of a Bounded verdict: at least kBoundedMinConfidence, rising to 1 as the late
+// slope falls to nothing.
+inline constexpr double kBoundedMinConfidence = 0.5;
 
 // Teardown: a series whose end is below kTransientRemainFraction of its peak, that held at least
 // kTeardownHeldFraction of the peak until it fell, in at most kTeardownFallShare of the time it

@@ -39,7 +39,7 @@ FULL = [
     ["test_faulthandler"], ["test_sys"], ["test_tempfile"], ["test_thread"], ["test_pty"],
     ["test_fcntl"], ["test_io"],
 ]
-# About a minute both ways: the cases issue #16 found failing, and quick modules around them.
+# About a minute both ways: the cases that have failed under the tracer, and quick modules around them.
 SHORT = [
     ["test_os", "test_fork1", "test_wait4", "test_atexit", "test_fcntl", "test_pty"],
     ["test_subprocess", "-m", "*pass_fds*", "-m", "*close_fds*", "-m", "*_fd_*"],

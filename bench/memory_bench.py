@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Memory bounds of growtrace (issue #6).
+"""Memory bounds of growtrace.
 
 1. The analyzer's peak RSS on a trace of ~50 million events (bench_malloc_heavy PAIRS under
    `growtrace run`: two threads x PAIRS x (malloc + free)), with its wall time.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak scenario for sampled mode (issue #12): a service with the openai #2672 growth, traced for
+"""Soak scenario for sampled mode: a service with the openai #2672 growth, traced for
 a long time with `growtrace run --sample` and then, a fresh copy, with `growtrace attach`.
 
 The service is bench/soak_server.py (a pool of worker threads calling `client.responses.parse`,

@@ -1,10 +1,35 @@
 # Turns text files into a C++ header of std::string_view constants, so that the binary carries
-# them and nothing is looked up on disk at run time. Run in script mode by
-# growtrace_embed_assets() (analyzer/CMakeLists.txt):
+# them and nothing is looked up on disk at run time.
+#
+# Included by a CMakeLists.txt, it defines
+#   growtrace_embed_assets(TARGET target HEADER path NAMESPACE ns ASSETS kName=path...)
+# which generates the header at build time (rebuilt when an asset changes) and adds it and its
+# directory's root to the target. Run in script mode, it writes the header:
 #   cmake -DOUTPUT=header.h -DNAMESPACE=ns -DASSETS="kName=path;kOther=path" -P EmbedAssets.cmake
 # The bytes are written as hexadecimal escapes rather than as a raw string literal: no
 # delimiter can collide with the file's text. A script may not contain "</script" and a stylesheet may
 # not contain "</style": either would end its element early once inlined into the page.
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  # HEADER is a path under ${CMAKE_CURRENT_BINARY_DIR}/generated, which becomes an include
+  # directory of the target.
+  function(growtrace_embed_assets)
+    cmake_parse_arguments(EMBED "" "TARGET;HEADER;NAMESPACE;COMMENT" "ASSETS" ${ARGN})
+    set(script ${CMAKE_CURRENT_FUNCTION_LIST_FILE})
+    set(files ${EMBED_ASSETS})
+    list(TRANSFORM files REPLACE "^[^=]*=" "")
+    add_custom_command(
+      OUTPUT ${EMBED_HEADER}
+      COMMAND ${CMAKE_COMMAND} -DOUTPUT=${EMBED_HEADER} -DNAMESPACE=${EMBED_NAMESPACE}
+              "-DASSETS=${EMBED_ASSETS}" -P ${script}
+      DEPENDS ${files} ${script}
+      COMMENT "${EMBED_COMMENT}"
+      VERBATIM)
+    target_sources(${EMBED_TARGET} PRIVATE ${EMBED_HEADER})
+    target_include_directories(${EMBED_TARGET} PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated)
+  endfunction()
+  return()
+endif()
+
 cmake_minimum_required(VERSION 3.22)
 
 set(body "")

@@ -19,6 +19,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "contracts/environment.h"
+#include "contracts/status_codes.h"
 #include "preload/got_patcher.h"
 #include "preload/hook_list.h"
 #include "preload/log.h"
@@ -141,7 +143,7 @@ void start_rescan_thread() {
 }  // namespace
 
 bool loaded_for_attach() {
-    const char* output = getenv("GROWTRACE_OUTPUT");
+    const char* output = getenv(environment::kOutput);
     if (output && *output) return false;
     const char* preload = getenv("LD_PRELOAD");
     return !(preload && strstr(preload, "libgrowtrace"));
@@ -150,22 +152,23 @@ bool loaded_for_attach() {
 }  // namespace growtrace::preload
 
 using namespace growtrace::preload;
+namespace attach_status = growtrace::attach_status;
 
 namespace {
 int attach_start(const char* output, uint64_t sample_bytes) {
     RecursionGuard guard;
     pthread_mutex_lock(&g_attach_mutex);
     int rc;
-    if (tracer_active() || g_attached.load()) rc = -1;
-    else if (!find_own_hooks()) rc = -5;
-    else if (!forwards_to_program_allocator()) rc = -2;
-    else if (!output || !*output || !recorder_start_attached(output, sample_bytes)) rc = -3;
+    if (tracer_active() || g_attached.load()) rc = attach_status::kAlreadyTracing;
+    else if (!find_own_hooks()) rc = attach_status::kOwnHooksMissing;
+    else if (!forwards_to_program_allocator()) rc = attach_status::kOtherAllocator;
+    else if (!output || !*output || !recorder_start_attached(output, sample_bytes)) rc = attach_status::kStartFailed;
     else {
         rc = got_patch_loaded(g_targets, kHookCount, g_self_base);
         if (rc <= 0) {
             got_restore_all();
             recorder_stop();
-            rc = -4;
+            rc = attach_status::kNoCallSites;
         } else {
             snprintf(g_output, sizeof g_output, "%s", output);
             g_attached.store(true);
@@ -191,7 +194,7 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_start_sam
 extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void) {
     RecursionGuard guard;
     pthread_mutex_lock(&g_attach_mutex);
-    int rc = -1;
+    int rc = attach_status::kNotAttached;
     if (g_attached.exchange(false)) {
         g_generation.fetch_add(1);
         rc = got_restore_all();
@@ -208,14 +211,13 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void
 // detach`, which names the file it closed.
 extern "C" __attribute__((visibility("default"))) const char* growtrace_attach_output(void) { return g_output; }
 
-// Called just before growtrace_attach_start: where the CPython agent is, for a process that
-// runs a CPython growtrace reads (its version, 311 for 3.11: the agent starts with the
-// trace), or 0 when it does not; -1: the agent's files are missing, -3: already attached.
+// Called just before growtrace_attach_start: where the CPython agent is (answers in attach.h).
 extern "C" __attribute__((visibility("default"))) int growtrace_attach_python(const char* startup_dir,
                                                                             const char* extension_path) {
     RecursionGuard guard;
     pthread_mutex_lock(&g_attach_mutex);
-    int rc = g_attached.load() ? -3 : python::prepare_attached_agent(startup_dir, extension_path);
+    int rc = g_attached.load() ? attach_status::kAgentAlreadyAttached
+                               : python::prepare_attached_agent(startup_dir, extension_path);
     pthread_mutex_unlock(&g_attach_mutex);
     return rc;
 }

@@ -1,16 +1,17 @@
 // Attach mode: libgrowtrace.so dlopen'ed into a running process by `growtrace attach` (through
 // gdb) instead of preloaded. The library then stays idle until growtrace_attach_start() and
 // goes idle again at growtrace_attach_stop(); it is never unloaded (threads may still be inside
-// a hook). Both functions are exported with C linkage for the debugger to call:
+// a hook). The functions are exported with C linkage for the debugger to call; their failure
+// codes are named in contracts/status_codes.h (attach_status):
 //
 //   int growtrace_attach_start(const char* output)
 //       > 0  tracing to `output` (which must not exist yet); the number of GOT slots redirected
-//       -1   already tracing (the library was preloaded by `growtrace run`, or already attached)
-//       -2   the process's malloc is not the one the hooks would forward to (another allocator
-//            was preloaded): attaching would mix two heaps
-//       -3   the trace could not be started (the reason is logged to the process's stderr)
-//       -4   no allocation call site found to redirect
-//       -5   the library cannot find its own hooks
+//       kAlreadyTracing   the library was preloaded by `growtrace run`, or is already attached
+//       kOtherAllocator   the process's malloc is not the one the hooks would forward to
+//                         (another allocator was preloaded): attaching would mix two heaps
+//       kStartFailed      the trace could not be started (the reason is logged to stderr)
+//       kNoCallSites      no allocation call site found to redirect
+//       kOwnHooksMissing  the library cannot find its own hooks
 //   int growtrace_attach_start_sampled(const char* output, unsigned long long sample_bytes)
 //       the same, sampling allocations with a mean of `sample_bytes` bytes between samples
 //       (0: every allocation; preload/sampler.h)
@@ -18,9 +19,13 @@
 //       >= 0 slots restored; the trace ends with an End record and is closed (the writer
 //            thread, "growtrace-wr", is gone once it is; for a CPython process that happens
 //            on a thread of ours once it has the GIL)
-//       -1   not attached
+//       kNotAttached
 //   const char* growtrace_attach_output(void)
 //       the trace of the current attach, or of the last one; "" if there was none
+//   int growtrace_attach_python(const char* startup_dir, const char* extension_path)
+//       called before the start: the CPython agent's files; python_version_code(3, 11) = 311
+//       when the agent will start with the trace, kNoPython, kAgentFilesMissing or
+//       kAgentAlreadyAttached
 #pragma once
 
 namespace growtrace::preload {

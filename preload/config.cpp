@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "contracts/environment.h"
+#include "contracts/trace_names.h"
 #include "preload/log.h"
 
 namespace growtrace::preload {
@@ -36,21 +38,21 @@ bool parse_byte_size(const char* text, unsigned long long& out) {
 
 Config read_config() {
     Config c;
-    const char* out = getenv("GROWTRACE_OUTPUT");
+    const char* out = getenv(environment::kOutput);
     if (out && *out) snprintf(c.output, sizeof c.output, "%s", out);
-    else snprintf(c.output, sizeof c.output, "growtrace.%d.gtrace", static_cast<int>(getpid()));
-    c.follow_fork = flag("GROWTRACE_FOLLOW_FORK", true);
-    c.follow_exec = flag("GROWTRACE_FOLLOW_EXEC", true);
-    c.python_objects = flag("GROWTRACE_PYTHON_OBJECTS", true);
-    c.verify_stacks = flag("GROWTRACE_VERIFY_STACKS", false);
-    if (const char* sample = getenv("GROWTRACE_SAMPLE"); sample && *sample) {
+    else trace_names::unnamed(static_cast<int>(getpid()), c.output, sizeof c.output);
+    c.follow_fork = flag(environment::kFollowFork, true);
+    c.follow_exec = flag(environment::kFollowExec, true);
+    c.python_objects = flag(environment::kPythonObjects, true);
+    c.verify_stacks = flag(environment::kVerifyStacks, false);
+    if (const char* sample = getenv(environment::kSample); sample && *sample) {
         if (!parse_byte_size(sample, c.sample_bytes)) {
             c.sample_bytes = 0;
-            log_line("GROWTRACE_SAMPLE=%s is not a size in bytes (e.g. 524288 or 512K); tracing every allocation",
-                     sample);
+            log_line("%s=%s is not a size in bytes (e.g. 524288 or 512K); tracing every allocation",
+                     environment::kSample, sample);
         }
     }
-    if (const char* tick = getenv("GROWTRACE_TICK_MS")) {
+    if (const char* tick = getenv(environment::kTickMs)) {
         long ms = strtol(tick, nullptr, 10);
         if (ms >= 10 && ms <= 10000) c.tick_ms = static_cast<unsigned>(ms);
     }

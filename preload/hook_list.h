@@ -1,5 +1,9 @@
-// The one list of allocation functions growtrace interposes. Each entry generates the
-// declaration of the original, its slot in the table of originals and the dlsym lookup.
+// The functions growtrace interposes whose originals are looked up together: the allocation
+// functions (also the GOT slots an attach redirects, attach.cpp) and the process functions.
+// Each entry generates the declaration of the original, its slot in the table of originals
+// and the dlsym lookup. hooks.cpp interposes more than these lists: fork and exit (their
+// originals resolved beside them), execl/execlp/execle (rebuilt into execv/execvp/execve) and
+// __libc_start_main (looked up when called).
 //   GT_HOOK(name, return type, parameter list)
 #pragma once
 

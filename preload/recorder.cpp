@@ -9,6 +9,8 @@
 #include <cstring>
 #include <new>
 
+#include "contracts/environment.h"
+#include "contracts/trace_names.h"
 #include "format/record_encoder.h"
 #include "format/varint.h"
 #include "preload/clock.h"
@@ -451,7 +453,7 @@ void recorder_start() {
         g_tracer_state.store(static_cast<int>(TracerState::Stopped));
         return;
     }
-    const char* parent = getenv("GROWTRACE_PARENT_TRACE");
+    const char* parent = getenv(environment::kParentTrace);
     emit_process_record(parent ? parent : "");
     if (!writer_start(&g_file, g_config.tick_ms)) {
         g_file.close();
@@ -664,9 +666,8 @@ bool FreeBeforeResize::take_back() {
 void recorder_after_fork_in_parent(int child_pid) {
     if (!tracer_active() || !g_config.follow_fork) return;
     RecursionGuard guard;
-    char suffix[32], path[sizeof g_config.output];
-    snprintf(suffix, sizeof suffix, ".%d.gtrace", child_pid);
-    if (!derived_trace_path(g_config.output, suffix, path, sizeof path)) path[0] = '\0';
+    char path[sizeof g_config.output];
+    if (!trace_names::forked_child(g_config.output, child_pid, 1, path, sizeof path)) path[0] = '\0';
     format::RecordEncoder rec(RecordKind::Fork);
     writer_emit(rec.varint(static_cast<uint64_t>(child_pid)).string(path));
 }
@@ -741,7 +742,7 @@ void recorder_collect_thread_buffers(void (*take)(Buffer*)) {
     }
 }
 
-// --- attach mode (issue #4; driven by preload/attach.cpp) ---
+// --- attach mode (driven by preload/attach.cpp) ---
 //
 // A library dlopen'ed into a running process starts one trace per attach. The first attach
 // initialises what recorder_start() would; later ones reset what belongs to the previous trace

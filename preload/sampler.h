@@ -1,4 +1,4 @@
-// Sampled mode (issue #12; `growtrace run --sample SIZE`, GROWTRACE_SAMPLE): which allocations
+// Sampled mode (`growtrace run --sample SIZE`, GROWTRACE_SAMPLE): which allocations
 // the hooks record, and which frees.
 //
 // Allocations are sampled by bytes, as tcmalloc and jemalloc do: the sample points form a
@@ -23,7 +23,7 @@
 // still be reading it) and only ever claims too much.
 //
 // In full mode (period 0) nothing here is used: the TLS countdown stays 0, so the first test
-// of the hooks fails and they go on as before.
+// of the hooks fails and they record every allocation.
 #pragma once
 
 #include <atomic>

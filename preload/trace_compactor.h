@@ -79,7 +79,7 @@ private:
 
     static constexpr size_t kMaxRebasedRecord = 8192;
 
-    // Sampled traces stay small over hours (issue #12): a cache miss's key description (up to
+    // Sampled traces stay small over hours: a cache miss's key description (up to
     // 512 bytes of text, most of a CacheInsert record) is written until the cache has shown
     // kKeptKeyDescriptions distinct ones, then left empty. The analyzer picks its example keys
     // among the first that many distinct descriptions of a cache anyway (python_caches.cpp,

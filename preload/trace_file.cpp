@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "contracts/trace_names.h"
 #include "format/checksum.h"
 #include "format/trace_format.h"
 #include "preload/descriptors.h"
@@ -18,15 +19,6 @@
 #include "preload/sampler.h"
 
 namespace growtrace::preload {
-
-bool derived_trace_path(const char* primary, const char* suffix, char* out, size_t out_size) {
-    size_t len = strlen(primary);
-    static constexpr char kExt[] = ".gtrace";
-    size_t ext = sizeof kExt - 1;
-    if (len >= ext && strcmp(primary + len - ext, kExt) == 0) len -= ext;
-    int n = snprintf(out, out_size, "%.*s%s", static_cast<int>(len), primary, suffix);
-    return n > 0 && static_cast<size_t>(n) < out_size;
-}
 
 bool TraceFile::try_create(const char* path) {
     last_errno_ = 0;
@@ -101,12 +93,11 @@ bool TraceFile::open(const char* primary, Origin origin) {
     bool created = origin == Origin::Started && try_create(primary);
     int first_errno = last_errno_;
     char candidate[sizeof path_];
-    char suffix[64];
     for (int n = 1; !created && n < 1000; ++n) {
-        if (origin == Origin::Started) snprintf(suffix, sizeof suffix, ".exec%d.gtrace", n);
-        else if (n == 1) snprintf(suffix, sizeof suffix, ".%d.gtrace", static_cast<int>(getpid()));
-        else snprintf(suffix, sizeof suffix, ".%d.%d.gtrace", static_cast<int>(getpid()), n);
-        if (!derived_trace_path(primary, suffix, candidate, sizeof candidate)) break;
+        bool named = origin == Origin::Started
+                         ? trace_names::exec_image(primary, n, candidate, sizeof candidate)
+                         : trace_names::forked_child(primary, static_cast<int>(getpid()), n, candidate, sizeof candidate);
+        if (!named) break;
         created = try_create(candidate);
         if (!created && last_errno_ != EEXIST) break;
     }

@@ -77,8 +77,4 @@ private:
     size_t previous_capacity_ = 0;
 };
 
-// Builds "<stem>.<pid>.gtrace"-style names: `primary` without a trailing ".gtrace", then
-// `suffix`. Returns false if it does not fit.
-bool derived_trace_path(const char* primary, const char* suffix, char* out, size_t out_size);
-
 }  // namespace growtrace::preload

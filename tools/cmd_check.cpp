@@ -24,8 +24,6 @@ namespace growtrace::cli {
 
 namespace {
 
-constexpr int kExitCommandFailed = 4;
-
 struct CheckArgs {
     RunOptions run;
     std::string html;

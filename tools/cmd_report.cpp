@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 
+#include "contracts/trace_names.h"
 #include "analyzer/analyzer.h"
 #include "common.h"
 #include "progress.h"
@@ -24,9 +25,7 @@ struct ReportArgs {
 
 // "run.gtrace" -> "run.html"
 std::string default_output(const std::string& trace) {
-    std::string stem = trace;
-    if (stem.ends_with(".gtrace")) stem.resize(stem.size() - 7);
-    return stem + ".html";
+    return std::string(trace_names::stem(trace)) + ".html";
 }
 
 int report(const ReportArgs& args) {

@@ -19,6 +19,8 @@
 #include <optional>
 
 #include "common.h"
+#include "contracts/environment.h"
+#include "contracts/trace_names.h"
 #include "crash_report.h"
 #include "paths.h"
 #include "elf_check.h"
@@ -54,20 +56,16 @@ std::optional<std::string> prepare_trace_path(const std::string& path) {
     return std::nullopt;
 }
 
-// Trace naming (docs/architecture.md): a forked child writes <stem>.<pid>.gtrace, an exec'd
-// image <stem>.exec<N>.gtrace, recursively. All match <stem>.*.gtrace in the same directory.
+// The traces the tracer derives from the main one (contracts/trace_names.h): its forked
+// children's and exec'd images', recursively, all beside it.
 struct TraceFamily {
     fs::path directory;
-    std::string prefix;  // "<stem>."
     std::string main_name;
 
     explicit TraceFamily(const std::string& trace_path) {
         fs::path p(trace_path);
         directory = p.parent_path();
         main_name = p.filename().string();
-        std::string stem = main_name;
-        if (stem.size() > 7 && stem.ends_with(".gtrace")) stem.resize(stem.size() - 7);
-        prefix = stem + ".";
     }
 
     // name -> (size, mtime) of every family member other than the main trace.
@@ -76,8 +74,7 @@ struct TraceFamily {
         std::error_code ec;
         for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
             std::string name = it->path().filename().string();
-            if (name == main_name || !name.starts_with(prefix) || !name.ends_with(".gtrace")) continue;
-            if (name.size() <= prefix.size() + 7) continue;
+            if (trace_names::relation(name, main_name) == trace_names::Relation::None) continue;
             std::error_code stat_ec;
             auto size = fs::file_size(it->path(), stat_ec);
             auto mtime = fs::last_write_time(it->path(), stat_ec);
@@ -86,6 +83,15 @@ struct TraceFamily {
         return found;
     }
 };
+
+std::string assignment(const char* name, const std::string& value) { return std::string(name) + "=" + value; }
+
+// An inherited NAME=VALUE that `growtrace run` sets itself: its own value replaces it.
+bool set_by_run(std::string_view entry) {
+    std::string_view name = entry.substr(0, entry.find('='));
+    const environment::Variable* v = environment::find(name);
+    return v != nullptr && v->set_by_run;
+}
 
 std::vector<std::string> traced_environment(const std::string& library, const std::string& output,
                                             const RunOptions& options, uint64_t sample_bytes) {
@@ -102,28 +108,24 @@ std::vector<std::string> traced_environment(const std::string& library, const st
             old_pythonpath = entry.substr(11);
             continue;
         }
-        if (entry.starts_with("GROWTRACE_OUTPUT=") || entry.starts_with("GROWTRACE_FOLLOW_EXEC=") ||
-            entry.starts_with("GROWTRACE_FOLLOW_FORK=") || entry.starts_with("GROWTRACE_PYTHON_OBJECTS=") ||
-            entry.starts_with("GROWTRACE_SAMPLE=")) {
-            continue;
-        }
+        if (set_by_run(entry)) continue;
         env.push_back(std::move(entry));
     }
     env.push_back("LD_PRELOAD=" + library + (old_preload.empty() ? "" : ":" + old_preload));
-    env.push_back("GROWTRACE_OUTPUT=" + output);
-    env.push_back(std::string("GROWTRACE_FOLLOW_EXEC=") + (options.no_follow_exec ? "0" : "1"));
-    env.push_back(std::string("GROWTRACE_FOLLOW_FORK=") + (options.no_follow_fork ? "0" : "1"));
-    env.push_back(std::string("GROWTRACE_PYTHON_OBJECTS=") + (options.no_python_objects ? "0" : "1"));
-    env.push_back("GROWTRACE_SAMPLE=" + std::to_string(sample_bytes));
+    env.push_back(assignment(environment::kOutput, output));
+    env.push_back(assignment(environment::kFollowExec, options.no_follow_exec ? "0" : "1"));
+    env.push_back(assignment(environment::kFollowFork, options.no_follow_fork ? "0" : "1"));
+    env.push_back(assignment(environment::kPythonObjects, options.no_python_objects ? "0" : "1"));
+    env.push_back(assignment(environment::kSample, std::to_string(sample_bytes)));
     // A Python program finds the agent's sitecustomize first on its path; the agent removes
-    // itself and restores PYTHONPATH (from GROWTRACE_PYTHONPATH_ORIG) before the program runs.
+    // itself and restores PYTHONPATH (from environment::kPythonPathOrig) before the program runs.
     // Harmless for other programs.
     std::string agent = python_agent_dir(library);
     if (!agent.empty()) {
         std::string original = old_pythonpath.value_or("");
         env.push_back("PYTHONPATH=" + agent + "/startup" + (original.empty() ? "" : ":" + original));
-        env.push_back("GROWTRACE_PYTHONPATH_ORIG=" + original);
-        env.push_back("GROWTRACE_PYAGENT_EXT=" + python_agent_extension(agent));
+        env.push_back(assignment(environment::kPythonPathOrig, original));
+        env.push_back(assignment(environment::kPyagentExt, python_agent_extension(agent)));
     } else if (old_pythonpath) {
         env.push_back("PYTHONPATH=" + *old_pythonpath);
     }
@@ -231,7 +233,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
     if (pid < 0) return error(fmt::format("cannot start {}: {}", word, strerror(errno)));
 
     std::string output = options.output.empty()
-                             ? fmt::format("{}/growtrace.{}.gtrace", current_directory(), pid)
+                             ? fmt::format("{}/{}", current_directory(), trace_names::unnamed(pid))
                              : make_absolute(options.output);
     bool traced = true;
     if (auto why = prepare_trace_path(output)) {
@@ -253,7 +255,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
 
     if (traced) {
         // If the name was taken by the time the tracer started, it wrote <stem>.<pid>.gtrace.
-        std::string fallback = fmt::format("{}{}.gtrace", family.prefix, pid);
+        std::string fallback = trace_names::forked_child(family.main_name, pid);
         std::string written;
         struct stat st {};
         if (stat(output.c_str(), &st) == 0 && st.st_size > 0) {
@@ -273,9 +275,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
             if ((family.directory / name).string() == written) continue;
             auto old = members_before.find(name);
             if (old != members_before.end() && old->second == stamp) continue;
-            // <stem>.exec<N>.gtrace is an image the command exec'd; <stem>.<pid>.gtrace a forked child.
-            std::string middle = name.substr(family.prefix.size(), name.size() - family.prefix.size() - 7);
-            bool exec_image = middle.starts_with("exec") && middle.find('.') == std::string::npos;
+            bool exec_image = trace_names::relation(name, family.main_name) == trace_names::Relation::ExecImage;
             if (outcome) outcome->other_traces.push_back((family.directory / name).string());
             note(fmt::format("trace of {} written to {}", exec_image ? "an exec'd program" : "a child process",
                              (family.directory / name).string()));
@@ -285,7 +285,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
     if (exit_status.signaled) {
         note(fmt::format("command killed by signal {} ({})", exit_status.status,
                          signal_name(exit_status.status)));
-        return 128 + exit_status.status;
+        return kExitSignalBase + exit_status.status;
     }
     return exit_status.status;
 }

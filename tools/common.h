@@ -1,4 +1,5 @@
-// What every verb shares: the exit-code convention and one-line diagnostics on stderr.
+// What every verb shares: the exit codes (contracts/status_codes.h) and one-line diagnostics
+// on stderr.
 #pragma once
 
 #include <functional>
@@ -6,16 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "contracts/status_codes.h"
+
 namespace CLI {
 class App;
 }
 
 namespace growtrace::cli {
-
-// growtrace's own failures (bad usage, bad input, unwritable output) exit with 2. Otherwise
-// `run` exits with the command's status; `analyze --fail-on-growth` exits with the analyzer's
-// kExitGrowthFound (3) when there is a finding.
-inline constexpr int kExitError = 2;
 
 // "growtrace: error: MESSAGE" on stderr; returns kExitError so callers can `return error(...)`.
 int error(std::string_view message);

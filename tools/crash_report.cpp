@@ -1,5 +1,7 @@
 #include "crash_report.h"
 
+#include "contracts/environment.h"
+
 #define BOOST_STACKTRACE_LINK
 #include <boost/stacktrace.hpp>
 #include <signal.h>
@@ -95,7 +97,7 @@ void install_crash_report(int argc, char** argv) {
 }
 
 void crash_here_for_tests(const char* where) {
-    const char* wanted = getenv("GROWTRACE_TEST_CRASH");
+    const char* wanted = getenv(environment::kTestCrash);
     if (!wanted || strcmp(wanted, where) != 0) return;
     if (strcmp(where, "exception") == 0) throw std::logic_error("crash requested by GROWTRACE_TEST_CRASH");
     volatile int* nowhere = nullptr;

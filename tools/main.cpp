@@ -24,6 +24,7 @@ void note(std::string_view message) { fmt::print(stderr, "growtrace: {}\n", mess
 
 int main(int argc, char** argv) {
     using namespace growtrace::cli;
+    using growtrace::kExitError;
     install_crash_report(argc, argv);
     crash_here_for_tests("start");
     crash_here_for_tests("exception");

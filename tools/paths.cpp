@@ -1,5 +1,7 @@
 #include "paths.h"
 
+#include "contracts/environment.h"
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -19,7 +21,7 @@ std::string make_absolute(const std::string& path) {
 }
 
 std::string preload_library_path() {
-    if (const char* env = getenv("GROWTRACE_PRELOAD"); env != nullptr && *env != '\0') return make_absolute(env);
+    if (const char* env = getenv(environment::kPreload); env != nullptr && *env != '\0') return make_absolute(env);
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
     if (ec) return "libgrowtrace.so";
@@ -28,7 +30,7 @@ std::string preload_library_path() {
 
 std::string python_agent_dir(const std::string& library) {
     std::string dir;
-    if (const char* env = getenv("GROWTRACE_PYAGENT_DIR"); env != nullptr && *env != '\0') dir = make_absolute(env);
+    if (const char* env = getenv(environment::kPyagentDir); env != nullptr && *env != '\0') dir = make_absolute(env);
     else dir = (fs::path(library).parent_path().parent_path() / "share" / "growtrace" / "python").string();
     std::error_code ec;
     return fs::exists(fs::path(dir) / "startup" / "sitecustomize.py", ec) ? dir : std::string();

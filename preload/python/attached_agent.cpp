@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "contracts/status_codes.h"
 #include "growtrace_py_api.h"
 #include "preload/log.h"
 #include "preload/python/cpython/interpreter.h"
@@ -160,12 +161,12 @@ bool copy_extension(const char* named) {
 int prepare_attached_agent(const char* startup_dir, const char* extension_path) {
     RecursionGuard guard;
     g_prepared = false;
-    if (!probe() || !usable()) return 0;  // no Python, or one growtrace does not read
+    if (!probe() || !usable()) return attach_status::kNoPython;
     if (!startup_dir || !extension_path || !copy_path(g_startup_dir, startup_dir, nullptr) ||
         !copy_path(g_loader, startup_dir, "growtrace-loader.py") || !copy_extension(extension_path))
-        return -1;
+        return attach_status::kAgentFilesMissing;
     g_prepared = true;
-    return interpreter().major * 100 + interpreter().minor;
+    return attach_status::python_version_code(interpreter().major, interpreter().minor);
 }
 
 bool start_attached_agent() {

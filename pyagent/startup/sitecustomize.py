@@ -9,7 +9,8 @@
 # it ends with the same ImportError site.py silently ignores, so no `sitecustomize` module is
 # left behind at all.
 #
-# Environment (set by the launcher):
+# Environment (set by the launcher; every variable is in contracts/environment.h, which
+# tests/unit/contracts_test.cpp holds this file to):
 #   GROWTRACE_PYAGENT_EXT        path of a _growtrace_agent*.so: the agent built for this
 #                                interpreter is the one beside it with this interpreter's
 #                                extension suffix (default: ../build/ next to here)

@@ -122,7 +122,7 @@ ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
                             const std::vector<std::string>& program_args, int expected_status = 0,
                             const std::vector<std::string>& run_options = {});
 
-// The two ways of tracing that the classification tests run in (issue #12): every allocation
+// The two ways of tracing that the classification tests run in: every allocation
 // (`growtrace run`'s default), and sampled with `--sample 512K`, the default of `attach`.
 enum class TraceMode { Full, Sampled };
 // growtrace run options of a mode.

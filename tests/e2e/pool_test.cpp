@@ -1,4 +1,4 @@
-// Several processes analysed together (issue #14): a real gunicorn pool serving the openai
+// Several processes analysed together: a real gunicorn pool serving the openai
 // #2672 pattern on 127.0.0.1 (test_programs/python/pool/), with and without the application's
 // fix, and multiprocessing.Pool workers with the fork and the spawn start methods. Asserts on
 // the merged JSON report: one finding naming every worker, with each worker's figures.

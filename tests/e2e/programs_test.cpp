@@ -1,6 +1,6 @@
 // Each test program traced and analyzed: exact figures where the program determines them,
 // and flagged / not flagged as the program's design says. The classification tests run in both
-// modes (issue #12): full, with exact figures, and sampled (--sample 512K), where each program
+// modes: full, with exact figures, and sampled (--sample 512K), where each program
 // is made bigger (larger blocks, same counts) so that its groups hold enough samples, the
 // verdicts must be the same, and the figures must be within their reported uncertainty.
 #include <fmt/core.h>

@@ -1,4 +1,4 @@
-// The tracer never harms the traced program (issue #6): test_programs/stress/stress.cpp run
+// The tracer never harms the traced program: test_programs/stress/stress.cpp run
 // with and without the tracer must print the same and exit the same, the accounting is exact
 // where the program's behaviour is, and faults of the tracer itself (full disk, removed trace,
 // read-only directory, no descriptors left) stop the tracer cleanly with one `growtrace:` line

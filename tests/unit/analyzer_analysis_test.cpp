@@ -170,7 +170,7 @@ TEST(AnalyzerAnalysis, DumpPrintsEveryRecordWithBlockOffsets) {
     EXPECT_NE(s.find("ended cleanly"), std::string::npos) << s;
 }
 
-// --- sampled traces (issue #12) ---
+// --- sampled traces ---
 
 // The cache_demo program of write_cache_trace, made 20 times bigger (20,000 kept blocks) and
 // recorded as the tracer does with --sample 64K: only the samples and their frees, after a
@@ -278,7 +278,7 @@ TEST(AnalyzerAnalysis, FullTraceHasExactFiguresAndNoSampling) {
     for (const auto& f : j["findings"]) EXPECT_EQ(f["retained_bytes_stderr"], 0.0);
 }
 
-// Traces of format versions 1 and 2 are read as before (every allocation recorded); a v2 file
+// Traces of format versions 1 and 2 are read as full traces (every allocation recorded); a v2 file
 // holding a Sampling record (written by no tracer) would still be honoured.
 TEST(AnalyzerAnalysis, OlderFormatVersionsAreStillRead) {
     AnalysisResult r = analyze_trace(write_sampled_trace("v2", 3, 2));

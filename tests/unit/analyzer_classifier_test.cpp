@@ -169,7 +169,7 @@ TEST(AnalyzerClassifier, TheilSenIgnoresOutliers) {
     EXPECT_NEAR(theil_sen_slope(y), 3.0, 1e-9);
 }
 
-// --- sampled traces (issue #12) ---
+// --- sampled traces ---
 //
 // A program's allocations in one stack, seen through byte sampling: each block of `size` bytes
 // is a sample with probability p = 1 - exp(-size/period), weighted size/p, as the analyzer

@@ -188,7 +188,7 @@ TEST(PythonCaches, ClassesCreatedAndDroppedAreNotDuplicateTypes) {
     EXPECT_EQ(f.types[0].live_at_end, 0u);
 }
 
-// --- sampled traces (issue #12) ---
+// --- sampled traces ---
 
 // In a sampled trace the allocations made while computing an entry are samples: the cache's
 // memory is their weights' sum (size / p each), with its standard error; a weightless record (a

@@ -450,7 +450,7 @@ TEST_F(TraceCompactorTest, ResetForgetsLiveAllocations) {
     EXPECT_TRUE(freed_sizes.empty());
 }
 
-// --- sampled traces (issue #12) ---
+// --- sampled traces ---
 
 std::vector<uint8_t> varints(std::initializer_list<uint64_t> values) {
     std::vector<uint8_t> out;

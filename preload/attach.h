@@ -30,4 +30,8 @@ namespace growtrace::preload {
 // start tracing.
 bool loaded_for_attach();
 
+// This library's path while it is attached (also in a forked child of the attached process),
+// else nullptr: an image exec'd from here is traced by preloading it.
+const char* attached_library();
+
 }  // namespace growtrace::preload

@@ -13,7 +13,7 @@
 namespace growtrace::preload {
 namespace {
 
-constexpr int kMaxTargets = 16;
+constexpr int kMaxTargets = 32;  // every hook (attach mode)
 constexpr int kMaxObjects = 4096;
 constexpr int kMaxSlots = 32768;
 

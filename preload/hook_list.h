@@ -3,6 +3,8 @@
 //   GT_HOOK(name, return type, parameter list)
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 
 #define GT_ALLOCATION_HOOKS(GT_HOOK)                                        \
@@ -17,9 +19,22 @@
     GT_HOOK(valloc, void*, (size_t))                                        \
     GT_HOOK(pvalloc, void*, (size_t))
 
+// The other interposed functions of the process's life.
 #define GT_PROCESS_HOOKS(GT_HOOK)                                           \
+    GT_HOOK(fork, pid_t, ())                                                \
+    GT_HOOK(exit, void, (int))                                              \
     GT_HOOK(execve, int, (const char*, char* const*, char* const*))         \
     GT_HOOK(execv, int, (const char*, char* const*))                        \
     GT_HOOK(execvp, int, (const char*, char* const*))                       \
     GT_HOOK(execvpe, int, (const char*, char* const*, char* const*))        \
     GT_HOOK(dlclose, int, (void*))
+
+// Interposed too, with no original of their own: the list forms of exec pass on to the vector
+// forms above.
+#define GT_FORWARDING_HOOK_NAMES "execl", "execlp", "execle"
+
+// Attach mode redirects every hook a preloaded library interposes (all but __libc_start_main,
+// which has run long before): the same names, for the GOT patcher.
+#define GT_NAME_OF_HOOK(name, ret, params) #name,
+#define GT_ALL_HOOK_NAMES \
+    GT_ALLOCATION_HOOKS(GT_NAME_OF_HOOK) GT_PROCESS_HOOKS(GT_NAME_OF_HOOK) GT_FORWARDING_HOOK_NAMES

@@ -16,10 +16,11 @@
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/python/agent_api.h"
-#include "preload/recorder.h"
 #include "preload/recursion_guard.h"
 #include "preload/sampler.h"
+#include "preload/session.h"
 #include "preload/start_order.h"
+#include "preload/thread_registry.h"
 #include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
 #include "preload/tracer_thread.h"
@@ -130,7 +131,7 @@ void write_block_now() {
         char why[4200];
         if (g_file->was_removed()) snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
         else snprintf(why, sizeof why, "cannot write trace to %s: %s", g_file->path(), strerror(g_file->last_error()));
-        recorder_fail(why);
+        g_session.fail(why);
     }
     g_block_used = 0;
 }
@@ -176,7 +177,7 @@ void collect(Buffer* buffer) { g_collected.add(buffer); }
 // that saw every thread's events, since the allocation they wait for may sit in a current
 // buffer until then.
 void write_thread_runs(bool current) {
-    if (current) recorder_collect_thread_buffers(collect);
+    if (current) thread_registry_collect(collect);
     g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     for (Buffer* b = pool_take_full(); b;) {
         Buffer* next = b->next;
@@ -318,32 +319,23 @@ void writer_parent_after_fork() {
     pthread_mutex_unlock(&g_cycle_mutex);
 }
 
-void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms) {
-    g_global_used = 0;  // the parent's records
-    g_compactor.reset();  // and its live allocations
-    g_exit_ticks.store(0);
-    g_block_used = 0;
-    g_write_failed = false;
+// Only this thread exists in the child: no writer thread (a new one is started for the child's
+// trace), and the wake-up lock and condition may have been held by the parent's.
+void writer_child_after_fork() {
     pthread_mutex_unlock(&g_global_mutex);
     module_map_child_after_fork();
     pthread_mutex_unlock(&g_cycle_mutex);
     pthread_mutex_init(&g_wake_mutex, nullptr);
     pthread_cond_init(&g_wake_cond, nullptr);
-    g_wake = g_stop = false;
     tracer_threads_forget_after_fork();
-    g_main_thread_ended.store(false);
-    g_stat_read_ns = 0;
-    g_file = file;
-    g_tick_ms = tick_ms;
-    if (keep_tracing) spawn_thread();
 }
 
-void writer_reset_for_attach() {
+void writer_reset(SessionOrigin origin) {
     pthread_mutex_lock(&g_cycle_mutex);
     pthread_mutex_lock(&g_global_mutex);
-    g_global_used = 0;
+    g_global_used = 0;  // the previous trace's records
     pthread_mutex_unlock(&g_global_mutex);
-    g_compactor.reset();
+    g_compactor.reset();  // and its live allocations
     g_exit_ticks.store(0);
     g_block_used = 0;
     g_write_failed = false;
@@ -351,8 +343,9 @@ void writer_reset_for_attach() {
     pthread_mutex_lock(&g_wake_mutex);
     g_wake = g_stop = false;
     pthread_mutex_unlock(&g_wake_mutex);
+    // An attached process's main thread that ended during an earlier trace stays ended.
+    if (origin == SessionOrigin::Forked) g_main_thread_ended.store(false);
     g_stat_read_ns = 0;
-    pool_resume_waiting();
 }
 
 }  // namespace growtrace::preload

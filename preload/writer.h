@@ -7,6 +7,7 @@
 
 #include "format/record_encoder.h"
 #include "preload/event_buffer.h"
+#include "preload/session.h"
 
 namespace growtrace::preload {
 
@@ -34,13 +35,13 @@ void writer_note_main_thread_ended();
 // closes the file. Safe to call from any thread; serialised with the writer thread.
 void writer_flush(bool final);
 
-// Around fork(): the child gets a new file and a new thread.
+// Around fork(): the child gets a new file and a new thread (writer_start, after the reset).
 void writer_prepare_fork();
 void writer_parent_after_fork();
-void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms);
+void writer_child_after_fork();
 
-// Attach mode: forget the previous trace's state (records, live allocations, a failed write)
-// and let producers wait for the writer again, before writer_start() starts the next trace.
-void writer_reset_for_attach();
+// A new trace (the session's reset): forget the previous one's records, live allocations and
+// failed write, before writer_start() starts the writer for it.
+void writer_reset(SessionOrigin origin);
 
 }  // namespace growtrace::preload

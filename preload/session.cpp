@@ -14,11 +14,13 @@
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/python/agent_api.h"
+#include "preload/python/fork_check.h"
 #include "preload/python/python_allocator.h"
 #include "preload/python/python_frames.h"
 #include "preload/recursion_guard.h"
 #include "preload/sampler.h"
 #include "preload/thread_registry.h"
+#include "preload/tracer_thread.h"
 #include "preload/unwinder.h"
 #include "preload/writer.h"
 
@@ -54,8 +56,18 @@ void (*const kParts[])(SessionOrigin) = {
 
 // --- fork: every lock a part may hold is taken before, and released in both processes after ---
 
+// The writer thread left for this thread's fork (python/fork_check.h).
+__thread bool t_writer_parked __attribute__((tls_model("initial-exec"))) = false;
+
+int resume_writer(void*) {
+    writer_resume();
+    return 0;
+}
+
 void prepare_fork() {
     RecursionGuard guard;
+    t_writer_parked = tracer_active() && python::fork_counts_threads() && caller_alone_with_one_tracer_thread() &&
+                      writer_park_for_fork();
     writer_prepare_fork();
     thread_registry_prepare_fork();
     pool_prepare_fork();
@@ -67,12 +79,15 @@ void parent_after_fork() {
     pool_parent_after_fork();
     thread_registry_parent_after_fork();
     writer_parent_after_fork();
+    if (t_writer_parked && !python::run_when_back_in_python(resume_writer)) writer_resume();
+    t_writer_parked = false;
 }
 
 // Only the forking thread exists in the child: each part is released, then the child's own
 // trace begins.
 void child_after_fork() {
     RecursionGuard guard;
+    t_writer_parked = false;  // the child's trace starts its own writer
     sampler_child_after_fork();
     pool_child_after_fork();
     thread_registry_child_after_fork();

@@ -5,6 +5,7 @@
 //
 //   int growtrace_attach_start(const char* output)
 //       > 0  tracing to `output` (which must not exist yet); the number of GOT slots redirected
+//            (every hook of the library: allocation functions, fork, exit, exec, dlclose)
 //       -1   already tracing (the library was preloaded by `growtrace run`, or already attached)
 //       -2   the process's malloc is not the one the hooks would forward to (another allocator
 //            was preloaded): attaching would mix two heaps

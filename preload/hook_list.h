@@ -1,5 +1,5 @@
-// The one list of allocation functions growtrace interposes. Each entry generates the
-// declaration of the original, its slot in the table of originals and the dlsym lookup.
+// The one list of the functions growtrace interposes. Each entry generates the declaration of
+// the original, its slot in the table of originals and the dlsym lookup.
 //   GT_HOOK(name, return type, parameter list)
 #pragma once
 

@@ -148,8 +148,10 @@ void end_session() { g_session.end(); }
 void note_program_exiting() { g_session.program_exiting(); }
 
 // A forked child of an attached process is traced (the session began its trace): it also gets
-// its own thread to patch the objects it loads.
+// its own thread to patch the objects it loads. The parent's may have held the locks.
 void child_after_fork() {
+    pthread_mutex_init(&g_attach_mutex, nullptr);
+    got_patcher_child_after_fork();
     if (g_attached.load() && tracer_active()) start_rescan_thread();
 }
 

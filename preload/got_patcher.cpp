@@ -249,6 +249,8 @@ int restore_object(dl_phdr_info* info, size_t, void* arg) {
 
 }  // namespace
 
+void got_patcher_child_after_fork() { pthread_mutex_init(&g_mutex, nullptr); }
+
 int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base) {
     if (count > kMaxTargets) count = kMaxTargets;
     PatchScan scan{targets, count, {}, self_base, 0, false};

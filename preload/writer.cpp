@@ -57,6 +57,7 @@ std::atomic<bool> g_park{false};
 bool g_thread_running = false;
 pthread_cond_t g_left = PTHREAD_COND_INITIALIZER;
 std::atomic<pid_t> g_thread_tid{0};  // the writer thread's kernel id
+constexpr unsigned kParkWaitMs = 500;  // for the writer to leave (it may be mid-cycle)
 std::atomic<bool> g_scan_requested{false};
 
 TraceFile* g_file = nullptr;
@@ -323,10 +324,16 @@ bool writer_park_for_fork() {
     }
     g_park.store(true);
     pthread_cond_signal(&g_wake_cond);
-    while (g_thread_running) pthread_cond_wait(&g_left, &g_wake_mutex);
+    // The writer may be inside a cycle that waits for a lock this thread holds (the loader's,
+    // in a fork from a library constructor): then it stays, and the fork goes on with it.
+    timespec limit = after_ms(kParkWaitMs);
+    while (g_thread_running)
+        if (pthread_cond_timedwait(&g_left, &g_wake_mutex, &limit) == ETIMEDOUT) break;
+    bool left = !g_thread_running;
+    if (!left) g_park.store(false);
     pthread_mutex_unlock(&g_wake_mutex);
-    wait_until_gone(g_thread_tid.load());
-    return true;
+    if (left) wait_until_gone(g_thread_tid.load());
+    return left;
 }
 
 void writer_resume() {

@@ -25,7 +25,7 @@
 #include "preload/hook_list.h"
 #include "preload/log.h"
 #include "preload/python/attached_agent.h"
-#include "preload/recorder.h"
+#include "preload/session.h"
 #include "preload/recursion_guard.h"
 
 namespace growtrace::preload {
@@ -33,9 +33,9 @@ namespace {
 
 constexpr unsigned kRescanMs = 100;  // how soon an object dlopen'ed by the program is patched
 
-#define GT_NAME(name, ret, params) #name,
-const char* const kHookNames[] = {GT_ALLOCATION_HOOKS(GT_NAME)};
-#undef GT_NAME
+// Every hook, not only the allocation functions: an attached process that forks, execs, exits
+// or unloads a library is traced as under `growtrace run`.
+const char* const kHookNames[] = {GT_ALL_HOOK_NAMES};
 constexpr int kHookCount = sizeof kHookNames / sizeof kHookNames[0];
 
 GotTarget g_targets[kHookCount];
@@ -44,6 +44,7 @@ pthread_mutex_t g_attach_mutex = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<bool> g_attached{false};
 std::atomic<unsigned> g_generation{0};
 char g_output[4096];  // the trace of the current (or last) attach
+char g_library[4096];  // this library's path, preloaded into an image an attached process execs
 
 // Our own definitions of malloc & co. `&malloc` here would name the process-wide one (this
 // library is not in the global scope); a lookup in our own handle starts with ourselves.
@@ -60,6 +61,7 @@ bool find_own_hooks() {
         g_targets[i] = {kHookNames[i], own};
     }
     g_self_base = reinterpret_cast<unsigned long>(self.dli_fbase);
+    snprintf(g_library, sizeof g_library, "%s", self.dli_fname);
     return true;
 }
 
@@ -140,7 +142,34 @@ void start_rescan_thread() {
     if (rc != 0) log_line("attach: no thread to patch libraries loaded later: %s", strerror(rc));
 }
 
+void end_session() { g_session.end(); }
+
+// main returning ends the process through exit() inside libc, past any GOT: the shutdown mark
+// comes from an exit handler instead, which runs before every handler the program registered
+// before the attach (static destructors included) and after those registered since.
+void note_program_exiting() { g_session.program_exiting(); }
+
+// A forked child of an attached process is traced (the session began its trace): it also gets
+// its own thread to patch the objects it loads. The parent's may have held the locks.
+void child_after_fork() {
+    pthread_mutex_init(&g_attach_mutex, nullptr);
+    got_patcher_child_after_fork();
+    if (g_attached.load() && tracer_active()) start_rescan_thread();
+}
+
+// Once per process, after the session's own (fork handlers run in the order they were
+// registered in the child).
+void register_process_handlers() {
+    static bool registered = false;
+    if (registered) return;
+    registered = true;
+    atexit(note_program_exiting);
+    pthread_atfork(nullptr, nullptr, child_after_fork);
+}
+
 }  // namespace
+
+const char* attached_library() { return g_attached.load() ? g_library : nullptr; }
 
 bool loaded_for_attach() {
     const char* output = getenv(environment::kOutput);
@@ -162,14 +191,16 @@ int attach_start(const char* output, uint64_t sample_bytes) {
     if (tracer_active() || g_attached.load()) rc = attach_status::kAlreadyTracing;
     else if (!find_own_hooks()) rc = attach_status::kOwnHooksMissing;
     else if (!forwards_to_program_allocator()) rc = attach_status::kOtherAllocator;
-    else if (!output || !*output || !recorder_start_attached(output, sample_bytes)) rc = attach_status::kStartFailed;
+    else if (!output || !*output || !g_session.begin(SessionOrigin::Attached, output, sample_bytes))
+        rc = attach_status::kStartFailed;
     else {
         rc = got_patch_loaded(g_targets, kHookCount, g_self_base);
         if (rc <= 0) {
             got_restore_all();
-            recorder_stop();
+            g_session.end();
             rc = attach_status::kNoCallSites;
         } else {
+            register_process_handlers();
             snprintf(g_output, sizeof g_output, "%s", output);
             g_attached.store(true);
             g_generation.fetch_add(1);
@@ -200,8 +231,8 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void
         rc = got_restore_all();
         // A Python agent is undone under the GIL, which this thread (interrupted anywhere by
         // gdb) must not wait for: a thread of ours does it and then ends the trace.
-        if (python::attached_agent_started()) python::stop_attached_agent(recorder_stop);
-        else recorder_stop();
+        if (python::attached_agent_started()) python::stop_attached_agent(end_session);
+        else g_session.end();
     }
     pthread_mutex_unlock(&g_attach_mutex);
     return rc;

@@ -6,6 +6,7 @@
 //
 //   int growtrace_attach_start(const char* output)
 //       > 0  tracing to `output` (which must not exist yet); the number of GOT slots redirected
+//            (every hook of the library: allocation functions, fork, exit, exec, dlclose)
 //       kAlreadyTracing   the library was preloaded by `growtrace run`, or is already attached
 //       kOtherAllocator   the process's malloc is not the one the hooks would forward to
 //                         (another allocator was preloaded): attaching would mix two heaps
@@ -34,5 +35,9 @@ namespace growtrace::preload {
 // (GROWTRACE_OUTPUT unset and LD_PRELOAD not naming libgrowtrace): the constructor must not
 // start tracing.
 bool loaded_for_attach();
+
+// This library's path while it is attached (also in a forked child of the attached process),
+// else nullptr: an image exec'd from here is traced by preloading it.
+const char* attached_library();
 
 }  // namespace growtrace::preload

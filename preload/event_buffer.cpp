@@ -96,19 +96,9 @@ void pool_stop_waiting() {
     pthread_mutex_unlock(&g_mutex);
 }
 
-void pool_resume_waiting() {
+void pool_reset(SessionOrigin) {
+    Buffer* full = pool_take_full();
     pthread_mutex_lock(&g_mutex);
-    g_no_wait = false;
-    pthread_mutex_unlock(&g_mutex);
-}
-
-void pool_prepare_fork() { pthread_mutex_lock(&g_mutex); }
-void pool_parent_after_fork() { pthread_mutex_unlock(&g_mutex); }
-void pool_child_after_fork() {
-    // The full queue holds the parent's events: recycle those buffers in the child.
-    Buffer* full = g_full_head;
-    g_full_head = g_full_tail = nullptr;
-    g_full_count = 0;
     while (full) {
         Buffer* next = full->next;
         full->next = g_free;
@@ -116,6 +106,12 @@ void pool_child_after_fork() {
         full = next;
     }
     g_no_wait = false;
+    pthread_mutex_unlock(&g_mutex);
+}
+
+void pool_prepare_fork() { pthread_mutex_lock(&g_mutex); }
+void pool_parent_after_fork() { pthread_mutex_unlock(&g_mutex); }
+void pool_child_after_fork() {
     pthread_mutex_unlock(&g_mutex);
     pthread_cond_init(&g_returned, nullptr);
 }

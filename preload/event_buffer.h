@@ -8,6 +8,8 @@
 
 namespace growtrace::preload {
 
+enum class SessionOrigin;
+
 inline constexpr size_t kBufferBytes = 64 * 1024;
 
 struct Buffer {
@@ -31,11 +33,12 @@ Buffer* pool_take_full();  // the whole queue, oldest first
 
 // The writer stopped: never block producers again.
 void pool_stop_waiting();
-// A writer runs again (attach mode, next trace): producers may wait for it again.
-void pool_resume_waiting();
 
-// Lock and unlock everything around fork(); the child also forgets queued buffers, which hold
-// the parent's events.
+// A new trace (the session's reset): the queued buffers, which hold the previous trace's
+// events (a forked child's parent's), are recycled, and producers may wait for the writer again.
+void pool_reset(SessionOrigin origin);
+
+// Lock and unlock everything around fork().
 void pool_prepare_fork();
 void pool_parent_after_fork();
 void pool_child_after_fork();

@@ -8,14 +8,60 @@
 namespace growtrace::preload {
 namespace {
 
-const char* value_of(char* const* envp, const char* name) {
+bool named(const char* entry, const char* name) {
     size_t n = strlen(name);
+    return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+const char* value_of(char* const* envp, const char* name) {
     for (char* const* e = envp; *e; ++e)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+        if (named(*e, name)) return *e + strlen(name) + 1;
     return nullptr;
 }
 
+// The entries `growtrace run` sets for a traced image (the CPython agent's are with_agent's).
+bool set_by_run(const char* entry) {
+    static const char* const kNames[] = {"LD_PRELOAD",
+                                         environment::kOutput,
+                                         environment::kFollowExec,
+                                         environment::kFollowFork,
+                                         environment::kPythonObjects,
+                                         environment::kSample,
+                                         environment::kPyagentExt,
+                                         environment::kPythonPathOrig};
+    for (const char* name : kNames)
+        if (named(entry, name)) return true;
+    return false;
+}
+
 }  // namespace
+
+char* const* ExecEnvironment::with_tracer(char* const* envp, const TracedImageSettings& settings) {
+    if (!envp) return envp;
+    const char* preload = value_of(envp, "LD_PRELOAD");
+    bool more = preload && *preload;
+    int a = snprintf(preload_, sizeof preload_, "LD_PRELOAD=%s%s%s", settings.library, more ? ":" : "",
+                     more ? preload : "");
+    int b = snprintf(output_, sizeof output_, "%s=%s", environment::kOutput, settings.output);
+    snprintf(sample_, sizeof sample_, "%s=%llu", environment::kSample,
+             static_cast<unsigned long long>(settings.sample_bytes));
+    int c = snprintf(extension_, sizeof extension_, "%s=%s", environment::kPyagentExt, settings.agent_extension);
+    if (a <= 0 || a >= kMaxValue || b <= 0 || b >= kMaxPath || c <= 0 || c >= kMaxPath) return envp;
+    int count = 0;
+    for (char* const* e = envp; *e; ++e) {
+        if (set_by_run(*e)) continue;
+        if (count == kMaxEntries) return envp;
+        entries_[count++] = *e;
+    }
+    entries_[count++] = preload_;
+    entries_[count++] = output_;
+    entries_[count++] = sample_;
+    if (*settings.agent_extension) entries_[count++] = extension_;
+    entries_[count] = nullptr;
+    // with_agent() filters entries_ in place (it writes no further than it has read) and adds
+    // its two entries: they fit in kAdded.
+    return with_agent(entries_);
+}
 
 char* const* ExecEnvironment::with_agent(char* const* envp) {
     if (!envp) return envp;

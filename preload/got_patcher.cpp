@@ -13,7 +13,7 @@
 namespace growtrace::preload {
 namespace {
 
-constexpr int kMaxTargets = 16;
+constexpr int kMaxTargets = 32;  // every hook (attach mode)
 constexpr int kMaxObjects = 4096;
 constexpr int kMaxSlots = 32768;
 
@@ -248,6 +248,8 @@ int restore_object(dl_phdr_info* info, size_t, void* arg) {
 }
 
 }  // namespace
+
+void got_patcher_child_after_fork() { pthread_mutex_init(&g_mutex, nullptr); }
 
 int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base) {
     if (count > kMaxTargets) count = kMaxTargets;

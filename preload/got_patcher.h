@@ -30,6 +30,9 @@ int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_bas
 // loaded, and forgets them all. Returns the number of slots restored.
 int got_restore_all();
 
+// In a forked child: a thread of the parent may have held the patcher's lock.
+void got_patcher_child_after_fork();
+
 // Slots currently patched.
 int got_patched_count();
 

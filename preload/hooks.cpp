@@ -22,6 +22,7 @@
 #include "preload/attach.h"
 #include "preload/exec_environment.h"
 #include "preload/hook_list.h"
+#include "preload/python/attached_agent.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
 #include "preload/sampler.h"
@@ -34,8 +35,6 @@ struct Originals {
 #define GT_DECLARE(name, ret, params) ret(*name) params;
     GT_ALLOCATION_HOOKS(GT_DECLARE)
     GT_PROCESS_HOOKS(GT_DECLARE)
-    pid_t (*fork)();
-    void (*exit)(int);
 #undef GT_DECLARE
 };
 Originals g_real;
@@ -66,8 +65,6 @@ void resolve_originals() {
     GT_ALLOCATION_HOOKS(GT_RESOLVE)
     GT_PROCESS_HOOKS(GT_RESOLVE)
 #undef GT_RESOLVE
-    g_real.fork = reinterpret_cast<pid_t (*)()>(dlsym(RTLD_NEXT, "fork"));
-    g_real.exit = reinterpret_cast<void (*)(int)>(dlsym(RTLD_NEXT, "exit"));
     g_resolved.store(true, std::memory_order_release);
 }
 
@@ -93,6 +90,39 @@ void* traced_result(void* p, size_t size) {
 // recorded again, with the size the allocator knows for it.
 void old_block_lives_on(FreeBeforeResize& old, void* ptr) {
     if (!old.take_back()) record_alloc(ptr, malloc_usable_size(ptr));
+}
+
+// Flushes the trace before an exec: the environment the new image gets, as above.
+char* const* traced_image_environment(ExecEnvironment& env, char* const* envp) {
+    if (!g_session.before_exec()) return envp;
+    const char* library = attached_library();
+    if (!library) return env.with_agent(envp);
+    const Config& config = g_session.config();
+    return env.with_tracer(envp, {library, config.output, config.sample_bytes, python::attached_agent_extension()});
+}
+
+// The bodies of the exec hooks the list forms pass on to. Called directly: a call to the
+// exported name goes through this library's PLT, which in an attached process (the library
+// not in the global scope) binds to libc's.
+int traced_execve(const char* path, char* const argv[], char* const envp[]) {
+    ready();
+    ExecEnvironment env;
+    char* const* e = traced_image_environment(env, envp);
+    return g_real.execve(path, argv, e);
+}
+
+int traced_execv(const char* path, char* const argv[]) {
+    ready();
+    ExecEnvironment env;
+    char* const* e = traced_image_environment(env, environ);
+    return e == environ ? g_real.execv(path, argv) : g_real.execve(path, argv, e);
+}
+
+int traced_execvp(const char* file, char* const argv[]) {
+    ready();
+    ExecEnvironment env;
+    char* const* e = traced_image_environment(env, environ);
+    return e == environ ? g_real.execvp(file, argv) : g_real.execvpe(file, argv, e);
 }
 
 }  // namespace
@@ -223,37 +253,29 @@ __attribute__((visibility("default"))) void* pvalloc(size_t size) {
 __attribute__((visibility("default"))) pid_t fork() {
     ready();
     pid_t pid = g_real.fork();
-    if (pid > 0) recorder_after_fork_in_parent(pid);
+    if (pid > 0) g_session.forked_in_parent(pid);
     return pid;
 }
 
 // An exec'd image that will be traced gets the CPython agent's start-up folder back on its
-// PYTHONPATH (exec_environment.h); the forms without envp then pass environ explicitly.
+// PYTHONPATH, and from an attached process all of `growtrace run`'s settings
+// (exec_environment.h); the forms without envp then pass environ explicitly.
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
-    ready();
-    ExecEnvironment env;
-    char* const* e = recorder_before_exec() ? env.with_agent(envp) : envp;
-    return g_real.execve(path, argv, e);
+    return traced_execve(path, argv, envp);
 }
 
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
-    ready();
-    ExecEnvironment env;
-    char* const* e = recorder_before_exec() ? env.with_agent(environ) : environ;
-    return e == environ ? g_real.execv(path, argv) : g_real.execve(path, argv, e);
+    return traced_execv(path, argv);
 }
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
-    ready();
-    ExecEnvironment env;
-    char* const* e = recorder_before_exec() ? env.with_agent(environ) : environ;
-    return e == environ ? g_real.execvp(file, argv) : g_real.execvpe(file, argv, e);
+    return traced_execvp(file, argv);
 }
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
     ready();
     ExecEnvironment env;
-    char* const* e = recorder_before_exec() ? env.with_agent(envp) : envp;
+    char* const* e = traced_image_environment(env, envp);
     return g_real.execvpe(file, argv, e);
 }
 
@@ -285,24 +307,24 @@ __attribute__((visibility("default"))) int execvpe(const char* file, char* const
 __attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
     GT_COLLECT_ARGS(arg)
     va_end(args);
-    return execv(path, argv);
+    return traced_execv(path, argv);
 }
 
 __attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) {
     GT_COLLECT_ARGS(arg)
     va_end(args);
-    return execvp(file, argv);
+    return traced_execvp(file, argv);
 }
 
 __attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) {
     GT_COLLECT_ARGS(arg)
     char* const* envp = va_arg(args, char* const*);
     va_end(args);
-    return execve(path, argv, envp);
+    return traced_execve(path, argv, envp);
 }
 #undef GT_COLLECT_ARGS
 
-// The start of shutdown, for the analyzer (recorder_program_exiting): main returning, seen by
+// The start of shutdown, for the analyzer (TraceSession::program_exiting): main returning, seen by
 // running main inside ours, or exit() called by the program. Static destructors and atexit
 // handlers that empty a cache run after it, and do not make a growing cache look bounded.
 using MainFn = int (*)(int, char**, char**);
@@ -311,7 +333,7 @@ MainFn g_program_main = nullptr;
 
 int main_then_exiting(int argc, char** argv, char** envp) {
     int status = g_program_main(argc, argv, envp);
-    recorder_program_exiting();
+    g_session.program_exiting();
     return status;
 }
 
@@ -324,14 +346,14 @@ __attribute__((visibility("default"))) int __libc_start_main(MainFn main, int ar
 
 __attribute__((visibility("default"), noreturn)) void exit(int status) {
     ready();
-    recorder_program_exiting();
+    g_session.program_exiting();
     g_real.exit(status);
     __builtin_unreachable();
 }
 
 __attribute__((visibility("default"))) int dlclose(void* handle) {
     ready();
-    recorder_before_dlclose();
+    g_session.before_dlclose();
     return g_real.dlclose(handle);
 }
 
@@ -341,7 +363,7 @@ namespace {
 __attribute__((constructor)) void growtrace_library_loaded() {
     ready();
     if (loaded_for_attach()) return;  // `growtrace attach` starts the trace (preload/attach.cpp)
-    recorder_start();
+    g_session.begin(SessionOrigin::Preloaded);
 }
-__attribute__((destructor)) void growtrace_library_unloading() { recorder_stop(); }
+__attribute__((destructor)) void growtrace_library_unloading() { g_session.end(); }
 }  // namespace

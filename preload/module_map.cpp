@@ -174,11 +174,7 @@ const char* module_map_program_path() {
 
 void module_map_prepare_fork() { pthread_mutex_lock(&g_mutex); }
 void module_map_parent_after_fork() { pthread_mutex_unlock(&g_mutex); }
-void module_map_child_after_fork() {
-    g_known_count = 0;
-    g_last_adds = g_last_subs = ~0ull;
-    pthread_mutex_unlock(&g_mutex);
-}
+void module_map_child_after_fork() { pthread_mutex_unlock(&g_mutex); }
 
 void module_map_forget() {
     pthread_mutex_lock(&g_mutex);

@@ -20,8 +20,8 @@ void module_map_scan(RecordSink sink, bool force);
 // Around fork(): a scan in another thread must not leave the child with a held lock.
 void module_map_prepare_fork();
 void module_map_parent_after_fork();
-void module_map_child_after_fork();  // also forgets what was written
-// Attach mode, next trace: write every module again.
+void module_map_child_after_fork();
+// A new trace (forked child, attach): write every module again.
 void module_map_forget();
 
 // The program's path, read now (and remembered: once its main thread has ended, as after

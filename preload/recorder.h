@@ -8,24 +8,9 @@
 #include <cstdint>
 
 #include "format/trace_format.h"
-#include "preload/event_buffer.h"
+#include "preload/session.h"
 
 namespace growtrace::preload {
-
-enum class TracerState : int { Starting = 0, Active = 1, Stopped = 2 };
-extern std::atomic<int> g_tracer_state;
-
-inline bool tracer_active() {
-    return g_tracer_state.load(std::memory_order_relaxed) == static_cast<int>(TracerState::Active);
-}
-
-// Reads the configuration, opens the trace and starts the writer. Called once, from the
-// library constructor.
-void recorder_start();
-// Flush and close at process exit.
-void recorder_stop();
-// Stop tracing because the tracer cannot go on (disk full, file removed...); logs why.
-void recorder_fail(const char* why);
 
 // An allocation seen by malloc & co: native stack, merged with the Python frames if the
 // thread runs Python.
@@ -66,24 +51,5 @@ private:
 uint32_t record_stack(uint64_t skip_begin, uint64_t skip_end);
 // A thread event (CacheCreate, CacheInsert, TypeCreate): dticks is prepended to body.
 void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t size);
-
-void recorder_after_fork_in_parent(int child_pid);
-// The program begins to exit (main returned, exit() called, or CPython's atexit): an Exiting
-// record, after which the analyzer counts no more frees (shutdown is not the steady state).
-void recorder_program_exiting();
-
-// Before an exec: the trace so far is flushed. Returns whether the new image will be traced.
-bool recorder_before_exec();
-void recorder_before_dlclose();
-
-// For the writer: hands every thread's pending buffer to `take` (skipping threads that are in
-// the middle of writing an event; they are picked up next tick) and recycles the states of
-// threads that have exited.
-void recorder_collect_thread_buffers(void (*take)(Buffer*));
-
-// Attach mode (preload/attach.cpp): starts a trace to `output` in a running process, also
-// after an earlier attach ended with recorder_stop(), sampled with a mean of `sample_bytes`
-// bytes between samples (0: every allocation). False if already tracing or on failure.
-bool recorder_start_attached(const char* output, uint64_t sample_bytes = 0);
 
 }  // namespace growtrace::preload

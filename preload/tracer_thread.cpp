@@ -1,5 +1,6 @@
 #include "preload/tracer_thread.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -7,6 +8,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+
+#include "preload/descriptors.h"
 
 namespace growtrace::preload {
 namespace {
@@ -93,6 +96,19 @@ bool read_process_stat(int fd, ProcessStat& out) {
     out.threads = strtol(fields[17], nullptr, 10);
     out.rss_pages = strtoull(fields[21], nullptr, 10);
     return true;
+}
+
+bool read_own_stat(ProcessStat& out) {
+    int fd = open_for_tracer("/proc/self/stat", O_RDONLY);
+    if (fd < 0) return false;
+    bool read = read_process_stat(fd, out);
+    close(fd);
+    return read;
+}
+
+bool caller_alone_with_one_tracer_thread() {
+    ProcessStat stat;
+    return g_running.load() == 1 && read_own_stat(stat) && stat.threads == 2;
 }
 
 bool program_has_ended(const ProcessStat& stat) {

@@ -24,6 +24,12 @@ struct ProcessStat {
 };
 // Reads it from an open /proc/self/stat; false if the text is not that.
 bool read_process_stat(int fd, ProcessStat& out);
+// Reads /proc/self/stat, opened for the read only: no descriptor of ours stays in the
+// program's table.
+bool read_own_stat(ProcessStat& out);
+
+// True when the process is the calling thread and one tracer thread, which is running.
+bool caller_alone_with_one_tracer_thread();
 
 // True when the program's own threads have all ended: its main thread is gone and every thread
 // left is one of ours. Counts only tracer threads that are sure to be running, so it may answer

@@ -4,22 +4,25 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "preload/clock.h"
 #include "preload/descriptors.h"
 #include "preload/log.h"
 #include "preload/module_map.h"
 #include "preload/python/agent_api.h"
-#include "preload/recorder.h"
 #include "preload/recursion_guard.h"
 #include "preload/sampler.h"
+#include "preload/session.h"
 #include "preload/start_order.h"
+#include "preload/thread_registry.h"
 #include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
 #include "preload/tracer_thread.h"
@@ -48,6 +51,13 @@ pthread_mutex_t g_wake_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_wake_cond = PTHREAD_COND_INITIALIZER;
 bool g_wake = false;
 bool g_stop = false;
+// Parking (writer_park_for_fork): the thread is asked to leave (g_park), says when it has
+// (g_thread_running false, g_left signalled) and is started again by writer_resume().
+std::atomic<bool> g_park{false};
+bool g_thread_running = false;
+pthread_cond_t g_left = PTHREAD_COND_INITIALIZER;
+std::atomic<pid_t> g_thread_tid{0};  // the writer thread's kernel id
+constexpr unsigned kParkWaitMs = 500;  // for the writer to leave (it may be mid-cycle)
 std::atomic<bool> g_scan_requested{false};
 
 TraceFile* g_file = nullptr;
@@ -79,16 +89,6 @@ bool reserve(uint8_t*& data, size_t& capacity, size_t needed) {
     return true;
 }
 
-// /proc/self/stat: the RSS of the time marks, and whether the program's threads have all
-// ended. Opened for each read: no descriptor of ours stays in the program's table.
-bool read_stat(ProcessStat& stat) {
-    int fd = open_for_tracer("/proc/self/stat", O_RDONLY);
-    if (fd < 0) return false;
-    bool read = read_process_stat(fd, stat);
-    close(fd);
-    return read;
-}
-
 // Reads /proc/self/stat if it is due; true when the program's threads have all ended.
 bool program_ended() {
     uint64_t now = monotonic_ns();
@@ -96,7 +96,7 @@ bool program_ended() {
         return false;
     g_stat_read_ns = now;
     ProcessStat stat;
-    if (!read_stat(stat)) return false;
+    if (!read_own_stat(stat)) return false;
     // A main thread that ended has no memory of its own to count: keep the last figure.
     if (stat.rss_pages) g_rss_bytes = stat.rss_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     return program_has_ended(stat);
@@ -130,7 +130,7 @@ void write_block_now() {
         char why[4200];
         if (g_file->was_removed()) snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
         else snprintf(why, sizeof why, "cannot write trace to %s: %s", g_file->path(), strerror(g_file->last_error()));
-        recorder_fail(why);
+        g_session.fail(why);
     }
     g_block_used = 0;
 }
@@ -176,7 +176,7 @@ void collect(Buffer* buffer) { g_collected.add(buffer); }
 // that saw every thread's events, since the allocation they wait for may sit in a current
 // buffer until then.
 void write_thread_runs(bool current) {
-    if (current) recorder_collect_thread_buffers(collect);
+    if (current) thread_registry_collect(collect);
     g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     for (Buffer* b = pool_take_full(); b;) {
         Buffer* next = b->next;
@@ -235,10 +235,11 @@ void cycle(bool final, bool write) {
 void* writer_main(void*) {
     t_in_tracer = true;  // nothing this thread allocates is the program's
     prctl(PR_SET_NAME, "growtrace-wr", 0, 0, 0);
+    g_thread_tid.store(static_cast<pid_t>(syscall(SYS_gettid)));
     pthread_mutex_lock(&g_wake_mutex);
-    while (!g_stop) {
+    while (!g_stop && !g_park.load()) {
         timespec deadline = after_ms(g_tick_ms);
-        while (!g_wake && !g_stop) {
+        while (!g_wake && !g_stop && !g_park.load()) {
             timespec watch = after_ms(kWatchMs);
             bool tick = !before(watch, deadline);
             if (pthread_cond_timedwait(&g_wake_cond, &g_wake_mutex, tick ? &deadline : &watch) != ETIMEDOUT) continue;
@@ -249,19 +250,39 @@ void* writer_main(void*) {
             if (tick) break;
         }
         g_wake = false;
-        if (g_stop) break;
+        if (g_stop || g_park.load()) break;
         pthread_mutex_unlock(&g_wake_mutex);
         cycle(false, false);
         pthread_mutex_lock(&g_wake_mutex);
     }
+    g_thread_running = false;
+    pthread_cond_broadcast(&g_left);
     pthread_mutex_unlock(&g_wake_mutex);
     return nullptr;
 }
 
 bool spawn_thread() {
+    pthread_mutex_lock(&g_wake_mutex);
+    g_thread_running = true;
+    pthread_mutex_unlock(&g_wake_mutex);
     int rc = start_tracer_thread(writer_main, nullptr);
-    if (rc != 0) log_line("cannot start the writer thread: %s; tracing disabled", strerror(rc));
+    if (rc != 0) {
+        log_line("cannot start the writer thread: %s; tracing disabled", strerror(rc));
+        pthread_mutex_lock(&g_wake_mutex);
+        g_thread_running = false;
+        pthread_mutex_unlock(&g_wake_mutex);
+    }
     return rc == 0;
+}
+
+// Until the kernel no longer counts the thread `tid` (it is removed from the process after
+// the thread's last instruction, a moment after its exit is seen); at most about a second.
+void wait_until_gone(pid_t tid) {
+    for (int i = 0; i < 20000; ++i) {
+        if (syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH) return;
+        timespec pause{0, 50000};
+        nanosleep(&pause, nullptr);
+    }
 }
 
 }  // namespace
@@ -289,7 +310,40 @@ void writer_request_module_scan() {
     pthread_cond_signal(&g_wake_cond);
 }
 
-void writer_wake() { pthread_cond_signal(&g_wake_cond); }
+void writer_wake() {
+    // Parked, the writer is needed back: producers would soon wait for free buffers.
+    if (g_park.load(std::memory_order_relaxed)) writer_resume();
+    pthread_cond_signal(&g_wake_cond);
+}
+
+bool writer_park_for_fork() {
+    pthread_mutex_lock(&g_wake_mutex);
+    if (g_stop || g_park.load() || !g_thread_running) {
+        pthread_mutex_unlock(&g_wake_mutex);
+        return false;
+    }
+    g_park.store(true);
+    pthread_cond_signal(&g_wake_cond);
+    // The writer may be inside a cycle that waits for a lock this thread holds (the loader's,
+    // in a fork from a library constructor): then it stays, and the fork goes on with it.
+    timespec limit = after_ms(kParkWaitMs);
+    while (g_thread_running)
+        if (pthread_cond_timedwait(&g_left, &g_wake_mutex, &limit) == ETIMEDOUT) break;
+    bool left = !g_thread_running;
+    if (!left) g_park.store(false);
+    pthread_mutex_unlock(&g_wake_mutex);
+    if (left) wait_until_gone(g_thread_tid.load());
+    return left;
+}
+
+void writer_resume() {
+    RecursionGuard guard;
+    pthread_mutex_lock(&g_wake_mutex);
+    bool parked = g_park.exchange(false);
+    bool start = parked && !g_stop;
+    pthread_mutex_unlock(&g_wake_mutex);
+    if (start) spawn_thread();
+}
 
 void writer_note_main_thread_ended() { g_main_thread_ended.store(true); }
 
@@ -318,41 +372,36 @@ void writer_parent_after_fork() {
     pthread_mutex_unlock(&g_cycle_mutex);
 }
 
-void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms) {
-    g_global_used = 0;  // the parent's records
-    g_compactor.reset();  // and its live allocations
-    g_exit_ticks.store(0);
-    g_block_used = 0;
-    g_write_failed = false;
+// Only this thread exists in the child: no writer thread (a new one is started for the child's
+// trace), and the wake-up lock and condition may have been held by the parent's.
+void writer_child_after_fork() {
     pthread_mutex_unlock(&g_global_mutex);
     module_map_child_after_fork();
     pthread_mutex_unlock(&g_cycle_mutex);
     pthread_mutex_init(&g_wake_mutex, nullptr);
     pthread_cond_init(&g_wake_cond, nullptr);
-    g_wake = g_stop = false;
+    pthread_cond_init(&g_left, nullptr);
+    g_thread_running = false;  // the parent's writer, if any, is not in the child
     tracer_threads_forget_after_fork();
-    g_main_thread_ended.store(false);
-    g_stat_read_ns = 0;
-    g_file = file;
-    g_tick_ms = tick_ms;
-    if (keep_tracing) spawn_thread();
 }
 
-void writer_reset_for_attach() {
+void writer_reset(SessionOrigin origin) {
     pthread_mutex_lock(&g_cycle_mutex);
     pthread_mutex_lock(&g_global_mutex);
-    g_global_used = 0;
+    g_global_used = 0;  // the previous trace's records
     pthread_mutex_unlock(&g_global_mutex);
-    g_compactor.reset();
+    g_compactor.reset();  // and its live allocations
     g_exit_ticks.store(0);
     g_block_used = 0;
     g_write_failed = false;
     pthread_mutex_unlock(&g_cycle_mutex);
     pthread_mutex_lock(&g_wake_mutex);
     g_wake = g_stop = false;
+    g_park.store(false);
     pthread_mutex_unlock(&g_wake_mutex);
+    // An attached process's main thread that ended during an earlier trace stays ended.
+    if (origin == SessionOrigin::Forked) g_main_thread_ended.store(false);
     g_stat_read_ns = 0;
-    pool_resume_waiting();
 }
 
 }  // namespace growtrace::preload

@@ -7,6 +7,7 @@
 
 #include "format/record_encoder.h"
 #include "preload/event_buffer.h"
+#include "preload/session.h"
 
 namespace growtrace::preload {
 
@@ -34,13 +35,22 @@ void writer_note_main_thread_ended();
 // closes the file. Safe to call from any thread; serialised with the writer thread.
 void writer_flush(bool final);
 
-// Around fork(): the child gets a new file and a new thread.
+// CPython 3.12+ warns at os.fork() when /proc/self/stat counts more than one thread, which the
+// writer thread would be in a program of one thread. For such a fork (preload/session.cpp) the
+// thread leaves before it: false if it was not running. Nothing is lost meanwhile (its work
+// waits in the buffers) and no lock of the fork is held while it leaves; it comes back with
+// writer_resume(), or by itself when producers would otherwise wait for buffers.
+bool writer_park_for_fork();
+// Starts the parked writer again; nothing if it is not parked (or the trace has ended).
+void writer_resume();
+
+// Around fork(): the child gets a new file and a new thread (writer_start, after the reset).
 void writer_prepare_fork();
 void writer_parent_after_fork();
-void writer_child_after_fork(TraceFile* file, bool keep_tracing, unsigned tick_ms);
+void writer_child_after_fork();
 
-// Attach mode: forget the previous trace's state (records, live allocations, a failed write)
-// and let producers wait for the writer again, before writer_start() starts the next trace.
-void writer_reset_for_attach();
+// A new trace (the session's reset): forget the previous one's records, live allocations and
+// failed write, before writer_start() starts the writer for it.
+void writer_reset(SessionOrigin origin);
 
 }  // namespace growtrace::preload

@@ -143,7 +143,7 @@ void process_exiting() {
     pthread_mutex_lock(&g_caches_mutex);
     g_caches_frozen = true;
     pthread_mutex_unlock(&g_caches_mutex);
-    recorder_program_exiting();
+    g_session.program_exiting();
 }
 
 growtrace_py_api g_api_table = {
@@ -246,7 +246,7 @@ extern "C" __attribute__((visibility("default"))) int PyType_Ready(void* type) {
 // The program begins to exit, for an interpreter the agent cannot run in: sitecustomize.py
 // registers this with atexit through ctypes, so that memory the interpreter frees at exit is
 // still counted as held, as the agent's own atexit callback does elsewhere.
-extern "C" __attribute__((visibility("default"))) void growtrace_program_exiting() { recorder_program_exiting(); }
+extern "C" __attribute__((visibility("default"))) void growtrace_program_exiting() { g_session.program_exiting(); }
 
 extern "C" __attribute__((visibility("default"))) const growtrace_py_api* growtrace_py_get_api(uint32_t min_version) {
     // The agent is the running interpreter's own build; it is refused where the library

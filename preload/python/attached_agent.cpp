@@ -187,6 +187,8 @@ bool start_attached_agent() {
     return true;
 }
 
+const char* attached_agent_extension() { return attached_agent_started() ? g_extension : ""; }
+
 bool attached_agent_started() { return g_started.load(); }
 
 void stop_attached_agent(void (*finish)()) {

@@ -16,6 +16,10 @@ int prepare_attached_agent(const char* startup_dir, const char* extension_path);
 // as it gets the GIL. False if none was prepared or no thread could be started.
 bool start_attached_agent();
 
+// The prepared agent's extension, "" if none: an image exec'd by the attached process loads it
+// (its sitecustomize is beside it) as under `growtrace run`.
+const char* attached_agent_extension();
+
 // True from a successful start_attached_agent until stop_attached_agent.
 bool attached_agent_started();
 

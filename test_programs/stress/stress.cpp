@@ -18,6 +18,9 @@
 //   kill                         keeps 100 x 1000 bytes (keep_before_kill), waits for the
 //                                tracer's flush, then SIGKILLs itself
 //   dlclose PLUGIN               the plugin keeps 100 x 1000 bytes, then is dlclose'd
+//   dlclose-patched PLUGIN       the same, once the plugin's calls to malloc reach another
+//                                malloc than the process-wide one (an attached tracer's; at
+//                                most 10 s): its blocks are traced and it is closed at once
 //   churn EVENTS                 EVENTS malloc/free pairs of varied sizes from varied stacks
 //   live COUNT EVENTS            keeps COUNT 64-byte blocks live while making EVENTS events
 //   fds CHILDREN                 lowers RLIMIT_NOFILE to 64, opens descriptors until none is
@@ -34,6 +37,9 @@
 //                                (like CPython's test fd_status.py) and those in /proc/self/fd
 //   pass-fds SELF                opens two descriptors and a pipe, then a child redirects its
 //                                output to the pipe and execs SELF fd-status; prints its line
+//
+//   gt_stress after FILE MODE [ARGS...] waits until FILE exists (at most 30 s: a test attaches
+//   the tracer first), then runs MODE, printing nothing more.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -330,7 +336,15 @@ int mode_kill() {
 }
 
 // --- dlclose with live blocks ---
-int mode_dlclose(const char* plugin) {
+// Waits until the plugin's GOT entry for malloc no longer holds the process-wide malloc.
+void wait_until_redirected(void* handle) {
+    auto slot = reinterpret_cast<void* (*)()>(dlsym(handle, "stress_plugin_malloc_slot"));
+    void* global = dlsym(RTLD_DEFAULT, "malloc");
+    uint64_t deadline = now_ms() + 10000;
+    while (slot && slot() == global && now_ms() < deadline) usleep(1000);
+}
+
+int mode_dlclose(const char* plugin, bool when_patched) {
     void* handle = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         fprintf(stderr, "gt_stress: %s\n", dlerror());
@@ -338,6 +352,7 @@ int mode_dlclose(const char* plugin) {
     }
     auto keep = reinterpret_cast<void* (*)(unsigned long)>(dlsym(handle, "stress_plugin_keep"));
     if (!keep) return 100;
+    if (when_patched) wait_until_redirected(handle);
     std::vector<void*> kept;
     for (int i = 0; i < 100; ++i) kept.push_back(keep(1000));
     if (dlclose(handle) != 0) return 100;
@@ -537,6 +552,12 @@ int main(int argc, char** argv) {
         fprintf(stderr, "usage: gt_stress MODE [ARGS...]\n");
         return 64;
     }
+    if (!strcmp(argv[1], "after") && argc > 3) {
+        uint64_t deadline = now_ms() + 30000;
+        while (access(argv[2], F_OK) != 0 && now_ms() < deadline) usleep(10000);
+        argc -= 2;
+        argv += 2;
+    }
     const char* mode = argv[1];
     auto arg = [&](int i, long fallback) { return argc > i ? atol(argv[i]) : fallback; };
     if (!strcmp(mode, "threads")) return mode_threads(int(arg(2, 20)), int(arg(3, 8)));
@@ -549,7 +570,8 @@ int main(int argc, char** argv) {
     if (!strcmp(mode, "memalign")) return mode_memalign();
     if (!strcmp(mode, "exit-thread")) return mode_exit_thread();
     if (!strcmp(mode, "kill")) return mode_kill();
-    if (!strcmp(mode, "dlclose") && argc > 2) return mode_dlclose(argv[2]);
+    if (!strcmp(mode, "dlclose") && argc > 2) return mode_dlclose(argv[2], false);
+    if (!strcmp(mode, "dlclose-patched") && argc > 2) return mode_dlclose(argv[2], true);
     if (!strcmp(mode, "churn")) return mode_churn(arg(2, 3000000));
     if (!strcmp(mode, "live")) return mode_live(arg(2, 1000000), arg(3, 0));
     if (!strcmp(mode, "fds")) return mode_fds(int(arg(2, 3)));

@@ -117,5 +117,48 @@ TEST_F(ExecEnvironmentTest, PythonpathTooLongForItsBufferLeavesEnvironmentUnchan
     EXPECT_EQ(exec_env->with_agent(env.envp()), env.envp());
 }
 
+// with_tracer: an image exec'd by an attached process gets what `growtrace run` sets.
+const TracedImageSettings kAttached{"/opt/growtrace/lib/libgrowtrace.so", "/tmp/t.gtrace", 524288, ""};
+
+TEST_F(ExecEnvironmentTest, AttachedProcessImageGetsRunSettingsInPlaceOfItsOwn) {
+    Env env({"HOME=/home/u", "GROWTRACE_OUTPUT=/elsewhere.gtrace", "PATH=/usr/bin", "GROWTRACE_SAMPLE=1",
+             "GROWTRACE_FOLLOW_FORK=0", "GROWTRACE_OUTPUTS=kept"});
+    char* const* result = exec_env->with_tracer(env.envp(), kAttached);
+    ASSERT_NE(result, env.envp());
+    std::vector<std::string> expected = {"HOME=/home/u", "PATH=/usr/bin", "GROWTRACE_OUTPUTS=kept",
+                                         "LD_PRELOAD=/opt/growtrace/lib/libgrowtrace.so",
+                                         "GROWTRACE_OUTPUT=/tmp/t.gtrace", "GROWTRACE_SAMPLE=524288"};
+    EXPECT_EQ(to_vector(result), expected);
+}
+
+TEST_F(ExecEnvironmentTest, AttachedProcessPreloadsKeepFollowingTheLibrary) {
+    Env env({"LD_PRELOAD=/usr/lib/libjemalloc.so", "A=1"});
+    std::vector<std::string> expected = {"A=1", "LD_PRELOAD=/opt/growtrace/lib/libgrowtrace.so:/usr/lib/libjemalloc.so",
+                                         "GROWTRACE_OUTPUT=/tmp/t.gtrace", "GROWTRACE_SAMPLE=524288"};
+    EXPECT_EQ(to_vector(exec_env->with_tracer(env.envp(), kAttached)), expected);
+}
+
+TEST_F(ExecEnvironmentTest, AttachedPythonImageAlsoGetsTheAgent) {
+    Env env({"PYTHONPATH=/src", "A=1"});
+    TracedImageSettings settings = kAttached;
+    settings.agent_extension = "/opt/growtrace/pyagent/_growtrace.so";
+    std::vector<std::string> expected = {"A=1",
+                                         "LD_PRELOAD=/opt/growtrace/lib/libgrowtrace.so",
+                                         "GROWTRACE_OUTPUT=/tmp/t.gtrace",
+                                         "GROWTRACE_SAMPLE=524288",
+                                         kExt,
+                                         std::string("PYTHONPATH=") + kStartup + ":/src",
+                                         "GROWTRACE_PYTHONPATH_ORIG=/src"};
+    EXPECT_EQ(to_vector(exec_env->with_tracer(env.envp(), settings)), expected);
+}
+
+TEST_F(ExecEnvironmentTest, AttachedProcessOutputTooLongLeavesEnvironmentUnchanged) {
+    Env env({"A=1"});
+    std::string output(5000, 'o');
+    TracedImageSettings settings = kAttached;
+    settings.output = output.c_str();
+    EXPECT_EQ(exec_env->with_tracer(env.envp(), settings), env.envp());
+}
+
 }  // namespace
 }  // namespace growtrace::preload

@@ -40,6 +40,7 @@ bool resolve_api(const VersionLayout& layout) {
            resolve(a.call, "PyObject_CallNoArgs") && resolve(a.decref, "Py_DecRef") &&
            resolve(a.clear_error, "PyErr_Clear") && resolve(a.get_allocator, "PyMem_GetAllocator") &&
            resolve(a.set_allocator, "PyMem_SetAllocator") && resolve(a.sys_get, "PySys_GetObject") &&
+           resolve(a.add_pending_call, "Py_AddPendingCall") &&
            resolve(a.cfunction_type, "PyCFunction_Type") &&
            resolve(g_thread_state_access.gil_holder, layout.gil_holder_symbol) &&
            resolve(g_thread_state_access.this_thread_state, "PyGILState_GetThisThreadState");

@@ -48,6 +48,7 @@ struct CApi {
     void (*get_allocator)(AllocatorDomain domain, MemAllocator* out);
     void (*set_allocator)(AllocatorDomain domain, MemAllocator* allocator);
     Object* (*sys_get)(const char* name);  // borrowed; keeps the pending exception
+    int (*add_pending_call)(int (*function)(void*), void* arg);  // any thread, no GIL needed
     Object* cfunction_type;                // &PyCFunction_Type (builtin functions)
 };
 

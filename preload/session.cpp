@@ -1,0 +1,255 @@
+#include "preload/session.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "contracts/environment.h"
+#include "contracts/trace_names.h"
+#include "format/record_encoder.h"
+#include "preload/clock.h"
+#include "preload/descriptors.h"
+#include "preload/event_buffer.h"
+#include "preload/log.h"
+#include "preload/module_map.h"
+#include "preload/python/agent_api.h"
+#include "preload/python/fork_check.h"
+#include "preload/python/python_allocator.h"
+#include "preload/python/python_frames.h"
+#include "preload/recursion_guard.h"
+#include "preload/sampler.h"
+#include "preload/thread_registry.h"
+#include "preload/tracer_thread.h"
+#include "preload/unwinder.h"
+#include "preload/writer.h"
+
+namespace growtrace::preload {
+
+std::atomic<int> g_tracer_state{static_cast<int>(TracerState::Starting)};
+constinit TraceSession g_session;
+
+namespace {
+
+using format::RecordKind;
+
+// 2^22 slots: up to ~3 million distinct stack nodes; 64 MiB of address space, touched lazily.
+constexpr unsigned kStackTreeLog2 = 22;
+
+void set_state(TracerState state) { g_tracer_state.store(static_cast<int>(state)); }
+
+void reset_tree(SessionOrigin) { g_session.tree.reset(); }
+
+// Frame ids belong to the trace; a forked child's agent announces its caches again.
+void reset_python(SessionOrigin origin) {
+    python::reset();
+    if (origin == SessionOrigin::Forked) python::forget_caches();
+}
+
+void reset_module_map(SessionOrigin) { module_map_forget(); }
+
+// Each part's reset for the next trace, in this order: threads hand their buffers back before
+// the pool recycles its queue, and the writer, last, starts from nothing.
+void (*const kParts[])(SessionOrigin) = {
+    thread_registry_reset, pool_reset, reset_tree, reset_python, reset_module_map, writer_reset,
+};
+
+// --- fork: every lock a part may hold is taken before, and released in both processes after ---
+
+// The writer thread left for this thread's fork (python/fork_check.h).
+__thread bool t_writer_parked __attribute__((tls_model("initial-exec"))) = false;
+
+int resume_writer(void*) {
+    writer_resume();
+    return 0;
+}
+
+void prepare_fork() {
+    RecursionGuard guard;
+    t_writer_parked = tracer_active() && python::fork_counts_threads() && caller_alone_with_one_tracer_thread() &&
+                      writer_park_for_fork();
+    writer_prepare_fork();
+    thread_registry_prepare_fork();
+    pool_prepare_fork();
+    sampler_prepare_fork();
+}
+
+void parent_after_fork() {
+    sampler_parent_after_fork();
+    pool_parent_after_fork();
+    thread_registry_parent_after_fork();
+    writer_parent_after_fork();
+    if (t_writer_parked && !python::run_when_back_in_python(resume_writer)) writer_resume();
+    t_writer_parked = false;
+}
+
+// Only the forking thread exists in the child: each part is released, then the child's own
+// trace begins.
+void child_after_fork() {
+    RecursionGuard guard;
+    t_writer_parked = false;  // the child's trace starts its own writer
+    sampler_child_after_fork();
+    pool_child_after_fork();
+    thread_registry_child_after_fork();
+    writer_child_after_fork();
+    g_session.begin(SessionOrigin::Forked);
+}
+
+void configure_sampling(uint64_t sample_bytes) {
+    if (!sampler_configure(sample_bytes))
+        log_line("no memory for the table of sampled blocks; tracing every allocation instead");
+}
+
+}  // namespace
+
+// What capturing stacks needs, once per process: the Python interpreter's symbols (if any),
+// libunwind, the stack tree (laid out by parent; in huge pages for CPython's many nodes), the
+// key whose destructor retires a thread's state, and the fork handlers.
+bool TraceSession::init_capture() {
+    if (capture_ready_) return true;
+    python::prepare();
+    if (!unwinder_init() || !tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) ||
+        !thread_registry_init())
+        return false;
+    pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
+    capture_ready_ = true;
+    return true;
+}
+
+void TraceSession::reset_parts(SessionOrigin origin) {
+    for (auto reset : kParts) reset(origin);
+}
+
+// The configuration, and whether a trace is to be written at all.
+bool TraceSession::prepare(SessionOrigin origin, const char* output, uint64_t sample_bytes) {
+    switch (origin) {
+    case SessionOrigin::Preloaded:
+        config_ = read_config();
+        python::allow_allocator_hooks(config_.python_objects);
+        python::verify_stacks(config_.verify_stacks);
+        configure_sampling(config_.sample_bytes);
+        pid_ = getpid();
+        // With exec-following off, an exec'd image finds the first image's trace already there.
+        return config_.follow_exec || access(config_.output, F_OK) != 0;
+    case SessionOrigin::Attached:
+        config_ = read_config();
+        config_.sample_bytes = sample_bytes;  // the process's environment knows nothing of it
+        configure_sampling(config_.sample_bytes);
+        python::allow_allocator_hooks(config_.python_objects);
+        snprintf(config_.output, sizeof config_.output, "%s", output);
+        pid_ = getpid();
+        return true;
+    case SessionOrigin::Forked:
+        pid_ = getpid();
+        return tracer_active() && config_.follow_fork;
+    }
+    return false;
+}
+
+bool TraceSession::begin(SessionOrigin origin, const char* output, uint64_t sample_bytes) {
+    RecursionGuard guard;
+    if (origin == SessionOrigin::Attached && tracer_active()) return false;
+    // The parent's trace, named in the child's Process record; the child never writes to it.
+    char parent_trace[sizeof config_.output] = "";
+    if (origin == SessionOrigin::Forked) {
+        snprintf(parent_trace, sizeof parent_trace, "%s", file_.path());
+        file_.abandon();
+    } else if (origin == SessionOrigin::Preloaded) {
+        const char* parent = getenv(environment::kParentTrace);
+        if (parent) snprintf(parent_trace, sizeof parent_trace, "%s", parent);
+    }
+    bool wanted = prepare(origin, output, sample_bytes);
+    bool fresh = !capture_ready_;
+    if (wanted && !init_capture()) wanted = false;
+    if (!fresh) reset_parts(origin);
+    auto file_origin = origin == SessionOrigin::Forked ? TraceFile::Origin::Forked : TraceFile::Origin::Started;
+    if (!wanted || !file_.open(config_.output, file_origin)) {
+        set_state(TracerState::Stopped);
+        return false;
+    }
+    emit_process_record(parent_trace);
+    if (!writer_start(&file_, config_.tick_ms)) {
+        file_.close();
+        set_state(TracerState::Stopped);
+        return false;
+    }
+    set_state(TracerState::Active);
+    return true;
+}
+
+void TraceSession::end() {
+    int expected = static_cast<int>(TracerState::Active);
+    if (!g_tracer_state.compare_exchange_strong(expected, static_cast<int>(TracerState::Stopped))) return;
+    python::report_verification();
+    writer_flush(true);
+}
+
+void TraceSession::fail(const char* why) {
+    set_state(TracerState::Stopped);
+    log_line("%s; tracing stopped, the program continues (the trace so far is readable)", why);
+    pool_stop_waiting();
+}
+
+void TraceSession::emit_process_record(const char* parent_trace) {
+    const char* exe = module_map_program_path();
+    char cmdline[3072];
+    size_t cmdline_size = 0;
+    int fd = open_for_tracer("/proc/self/cmdline", O_RDONLY);
+    if (fd >= 0) {
+        ssize_t r = read(fd, cmdline, sizeof cmdline);
+        cmdline_size = r > 0 ? static_cast<size_t>(r) : 0;
+        close(fd);
+    }
+    if (cmdline_size && cmdline[cmdline_size - 1] == '\0') --cmdline_size;
+    format::RecordEncoder rec(RecordKind::Process);
+    rec.varint(static_cast<uint64_t>(getpid())).varint(static_cast<uint64_t>(getppid()));
+    rec.varint(now_ticks()).varint(monotonic_ns()).varint(realtime_ns());
+    rec.string(exe).string(cmdline, cmdline_size).string(parent_trace);
+    writer_emit(rec);
+    format::RecordEncoder sampling(RecordKind::Sampling);
+    writer_emit(sampling.varint(sample_period()));
+}
+
+void TraceSession::forked_in_parent(int child_pid) {
+    if (!tracer_active() || !config_.follow_fork) return;
+    RecursionGuard guard;
+    char path[sizeof config_.output];
+    if (!trace_names::forked_child(config_.output, child_pid, 1, path, sizeof path)) path[0] = '\0';
+    format::RecordEncoder rec(RecordKind::Fork);
+    writer_emit(rec.varint(static_cast<uint64_t>(child_pid)).string(path));
+}
+
+void TraceSession::program_exiting() {
+    if (!tracer_active()) return;
+    RecursionGuard guard;
+    uint64_t ticks = now_ticks();
+    writer_note_exit(ticks);
+    format::RecordEncoder rec(RecordKind::Exiting);
+    writer_emit(rec.varint(ticks));
+}
+
+bool TraceSession::before_exec() {
+    // A vfork child shares our memory but not our file descriptors (the program may even have
+    // closed them): it must not touch the tracer's state. Its exec'd image traces itself.
+    if (!tracer_active()) return false;
+    if (getpid() != pid_) return config_.follow_exec;
+    RecursionGuard guard;
+    format::RecordEncoder rec(RecordKind::Exec);
+    writer_emit(rec.string(""));  // the new image picks its own name (<stem>.exec<N>.gtrace)
+    // The image is about to be replaced: everything recorded so far must be on disk. If exec
+    // fails, tracing simply goes on.
+    writer_flush(false);
+    return config_.follow_exec;
+}
+
+void TraceSession::before_dlclose() {
+    if (!tracer_active()) return;
+    RecursionGuard guard;
+    // Write down the library's address range while it is still mapped: its frames may stay in
+    // live stacks after it is gone.
+    module_map_scan(writer_emit, true);
+}
+
+}  // namespace growtrace::preload

@@ -1,0 +1,78 @@
+// The trace session: one trace of this process from its begin to its end. It owns what a trace
+// is made of: the configuration, the trace file and the stack tree, and it drives the writer
+// (with its compactor), the thread registry and every other part that keeps state for the
+// current trace. A trace begins in one of three ways, all through begin():
+//
+//   Preloaded  the library's constructor under `growtrace run`: the configuration is read
+//              from the environment run prepared
+//   Forked     the child of a traced process, in its fork handler: the parent's configuration,
+//              a new file <stem>.<pid>.gtrace, and only the forking thread left
+//   Attached   `growtrace attach` (preload/attach.cpp): the trace and sample size come from
+//              the debugger's call, the rest from the process's environment
+//
+// Every part with state of its own for the current trace registers one reset (kParts in
+// session.cpp) that begin() runs, in one order, for a forked child and for each attach; a
+// forked child first releases the locks its fork handler took (the fork protocol), the same
+// locks for every origin. So whatever way a trace began, it is made and traced the same way.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "preload/config.h"
+#include "preload/stack_tree.h"
+#include "preload/trace_file.h"
+
+namespace growtrace::preload {
+
+enum class TracerState : int { Starting = 0, Active = 1, Stopped = 2 };
+extern std::atomic<int> g_tracer_state;
+
+inline bool tracer_active() {
+    return g_tracer_state.load(std::memory_order_relaxed) == static_cast<int>(TracerState::Active);
+}
+
+enum class SessionOrigin { Preloaded, Forked, Attached };
+
+class TraceSession {
+public:
+    // Starts a trace. `output` and `sample_bytes` are an attach's (ignored otherwise). False
+    // when no trace was started (Attached: also when one is running).
+    bool begin(SessionOrigin origin, const char* output = nullptr, uint64_t sample_bytes = 0);
+    // Flushes and closes the trace (End record). Safe to call when none runs.
+    void end();
+    // Stops tracing because the tracer cannot go on (disk full, file removed...); logs why.
+    void fail(const char* why);
+
+    const Config& config() const { return config_; }
+    // The traced process: differs from getpid() only in a vfork child.
+    int pid() const { return pid_; }
+
+    // What the program does that the trace records or must follow, called by the hooks.
+    void forked_in_parent(int child_pid);
+    // An Exiting record: main returned, exit() was called, or CPython's atexit ran; the
+    // analyzer counts no more frees after it (shutdown is not the steady state).
+    void program_exiting();
+    // The trace so far is flushed. Returns whether the new image will be traced.
+    bool before_exec();
+    void before_dlclose();
+
+    StackTree tree;  // the hot path interns stacks into it directly
+
+private:
+    bool prepare(SessionOrigin origin, const char* output, uint64_t sample_bytes);
+    void reset_parts(SessionOrigin origin);
+    bool init_capture();
+    void emit_process_record(const char* parent_trace);
+
+    Config config_;
+    TraceFile file_;
+    int pid_ = 0;
+    bool capture_ready_ = false;  // once per process: libunwind, the tree, the thread key, atfork
+};
+
+// Constant-initialised: the library constructor may run before this file's dynamic initialisers,
+// which would then reset what begin() set.
+extern constinit TraceSession g_session;
+
+}  // namespace growtrace::preload

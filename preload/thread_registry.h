@@ -1,0 +1,114 @@
+// The thread registry: each program thread's recording state (its buffer, the deltas of its
+// last record, its previous stacks and memos), found through TLS, and the list the writer
+// walks every tick to collect the threads' buffers. A state is created by the thread's first
+// event and retired by the writer after the thread's end.
+#pragma once
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "preload/event_buffer.h"
+#include "preload/python/python_frames.h"
+#include "preload/session.h"
+#include "preload/stack_tree.h"
+#include "preload/unwinder.h"
+
+namespace growtrace::preload {
+
+struct ThreadState {
+    std::atomic<bool> busy{false};  // held by the owner while writing, by the writer while taking
+    bool exited = false;
+    // A free was recorded that the thread may take back (FreeBeforeResize): the writer leaves
+    // its buffer until it is settled.
+    bool holding_free = false;
+    Buffer* buffer = nullptr;
+    uint64_t last_ticks = 0;
+    uint64_t last_addr = 0;
+    uint32_t run_tid = 0;  // thread of the current run in `buffer`
+    ThreadState* next = nullptr;
+
+    // The previous native (or merged) stack of this thread, outermost frame first, with its
+    // node ids. Consecutive allocations share most of their stack; only the part below the
+    // common prefix needs lookups.
+    struct StackCache {
+        int count = 0;
+        uint64_t frames[kMaxFrames + python::kMaxPythonFrames] = {};
+        uint32_t ids[kMaxFrames + python::kMaxPythonFrames] = {};
+    };
+    StackCache stack;
+    // Recent stack-tree lookups. Python programs go through tens of thousands of distinct
+    // stack nodes, so a CPython process's threads get a large memo (128 KiB, allocated with
+    // the state); other threads keep to 16 KiB, which native programs with many threads pay.
+    StackTreeMemo<1024> nodes;
+    StackTreeMemo<8192>* python_nodes = nullptr;
+    python::LocationMemo locations;  // recent Python frame locations
+    // The same idea for Python frame locations: (code, offset) -> tagged frame id.
+    int prev_py_count = 0;
+    python::FrameRef prev_py[python::kMaxPythonFrames] = {};
+    uint64_t prev_py_tagged[python::kMaxPythonFrames] = {};
+    // The previous Python-only stack (PEP 445 allocations, most of a Python program's),
+    // outermost first: its frames as capture_since() remembers them, with their frame ids and
+    // node ids, so only the frames above the unchanged part are interned.
+    struct PythonStackCache {
+        python::StackMemory stack;  // its frames; stack.count frames have node ids
+        uint64_t tags[python::kMaxPythonFrames] = {};  // tagged frame ids (one per line)
+        uint32_t ids[python::kMaxPythonFrames] = {};
+    };
+    PythonStackCache python_stack;
+
+    void forget_stacks() { stack.count = prev_py_count = python_stack.stack.count = 0; }
+};
+
+inline ThreadState* const kThreadGone = reinterpret_cast<ThreadState*>(uintptr_t{1});
+
+// Events of threads whose thread-exit destructor already ran (other destructors may still
+// allocate); shared, so its runs name their thread each time.
+extern constinit ThreadState g_late;
+extern __thread ThreadState* t_state __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t t_tid __attribute__((tls_model("initial-exec")));
+
+inline uint32_t current_tid() {
+    if (!t_tid) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    return t_tid;
+}
+
+inline void lock(ThreadState* ts) {
+    while (ts->busy.exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
+}
+inline void unlock(ThreadState* ts) { ts->busy.store(false, std::memory_order_release); }
+
+// Registers the calling thread. nullptr if there is no memory for its state.
+ThreadState* new_thread_state();
+
+// The calling thread's state, locked. nullptr if none can be had.
+inline ThreadState* lock_my_state() {
+    ThreadState* ts = t_state;
+    if (ts == nullptr) ts = t_state = new_thread_state();
+    if (ts == kThreadGone) ts = &g_late;
+    if (!ts) return nullptr;
+    lock(ts);
+    return ts;
+}
+
+// Once per process: the key whose destructor retires a thread's state.
+bool thread_registry_init();
+
+// For the writer: hands every thread's pending buffer to `take` (skipping threads that are in
+// the middle of writing an event; they are picked up next tick) and recycles the states of
+// threads that have exited.
+void thread_registry_collect(void (*take)(Buffer*));
+
+// A new trace (the session's reset): every state gives its buffer back and forgets its stacks,
+// whose node ids belong to the previous trace. In a forked child only the forking thread
+// exists: the others' states (maybe locked mid-event) are dropped.
+void thread_registry_reset(SessionOrigin origin);
+
+void thread_registry_prepare_fork();
+void thread_registry_parent_after_fork();
+void thread_registry_child_after_fork();
+
+}  // namespace growtrace::preload

@@ -1,0 +1,38 @@
+"""Forks three children with os.fork(), from a program of one thread or with THREADS threads
+of its own (each sleeping until the end). Each child keeps 50 blocks and leaves with
+os._exit(0); after each fork the parent keeps 40 blocks of 5000 bytes (keep_after_fork).
+
+CPython 3.12 and later warn at each fork of a process with more than one thread; run with
+``-W always`` the warnings show on stderr, with ``-W error::DeprecationWarning`` they are
+turned into errors CPython swallows. Either way the output is the same traced and untraced.
+usage: fork_alone.py [THREADS=0]
+"""
+
+import os
+import sys
+import threading
+
+done = threading.Event()
+helpers = [threading.Thread(target=done.wait) for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 0)]
+for t in helpers:
+    t.start()
+
+
+def keep_after_fork(kept, n):
+    for i in range(40):
+        kept[40 * n + i] = bytes(5000)  # mark: keep_after_fork
+
+
+kept = [None] * 120  # no list growth at the marked line
+for n in range(3):
+    pid = os.fork()
+    if pid == 0:
+        child_blocks = [bytearray(2000) for _ in range(50)]
+        os._exit(0)
+    keep_after_fork(kept, n)
+    _, status = os.waitpid(pid, 0)
+    print(f"fork_alone: child {n} ended with {status}", flush=True)
+done.set()
+for t in helpers:
+    t.join()
+print(f"fork_alone: {len(kept)} blocks kept, {threading.active_count()} thread(s)", flush=True)

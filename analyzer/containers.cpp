@@ -117,6 +117,8 @@ std::vector<ContainerFinding> ContainerTracker::finish(const std::function<doubl
     }
     std::sort(out.begin(), out.end(), [](const ContainerFinding& a, const ContainerFinding& b) {
         if (a.unbounded != b.unbounded) return a.unbounded;
+        // One a person can name by a path leads: it becomes the root of what grows with it.
+        if (a.reached_from_module != b.reached_from_module) return a.reached_from_module;
         if (a.entries_last != b.entries_last) return a.entries_last > b.entries_last;
         return a.name < b.name;
     });

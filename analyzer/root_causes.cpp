@@ -126,6 +126,14 @@ private:
         root.root = {FindingKind::Container, index};
         Anchors anchors;
         if (!c.inserted_from.empty()) anchors.stacks.push_back(&c.inserted_from);
+        container_taken_[index] = true;
+        // Other containers filled in the same call grow with it (the interpreter's own list of
+        // a base class's subclasses, beside a registry of classes).
+        for (size_t k = index + 1; k < r_.container_findings.size(); ++k) {
+            const std::vector<Frame>& filled = r_.container_findings[k].inserted_from;
+            if (!container_taken_[k] && !filled.empty() && anchors.reaches(filled))
+                take(root, {FindingKind::Container, k}, Relation::SameCall);
+        }
         const std::vector<uint64_t>& held = c.container.entry_stacks;
         for (size_t g = 0; g < r_.findings.size(); ++g) {
             const std::vector<uint64_t>& ids = r_.findings[g].stack_ids;

@@ -28,6 +28,31 @@ std::vector<Key> most_frequent_first(const std::unordered_map<Key, uint64_t>& co
     return out;
 }
 
+// A container's size between two walks is not known: it is taken as moving in a straight line
+// from one to the next (a cache's exact series is a step function instead).
+double interpolated(const std::vector<Step>& steps, double t) {
+    if (t <= steps.front().t) return steps.front().value;
+    for (size_t i = 1; i < steps.size(); ++i) {
+        if (t > steps[i].t) continue;
+        const Step& a = steps[i - 1];
+        const Step& b = steps[i];
+        return b.t > a.t ? a.value + (b.value - a.value) * (t - a.t) / (b.t - a.t) : b.value;
+    }
+    return steps.back().value;
+}
+
+// In how many quarters of [begin, end] the interpolated size rose.
+int growing_quarters(const std::vector<Step>& steps, double begin, double end) {
+    int growing = 0;
+    double previous = interpolated(steps, begin);
+    for (int q = 1; q <= 4; ++q) {
+        const double v = interpolated(steps, begin + (end - begin) * q / 4);
+        growing += v > previous;
+        previous = v;
+    }
+    return growing;
+}
+
 }  // namespace
 
 const char* container_kind_name(uint64_t kind) {
@@ -86,7 +111,9 @@ std::vector<ContainerFinding> ContainerTracker::finish(const std::function<doubl
         const double begin = steps.front().t, end = steps.back().t;
         const double span = std::max(end - begin, 1e-6);
         f.started_at_s = begin;
-        const GrowthShape shape = quarters(steps, steps.front().value, begin, end);
+        GrowthShape shape;
+        shape.growing_quarters = growing_quarters(steps, begin, end);
+        shape.growth = steps.back().value - steps.front().value;
         // Entries that come and go fall back between walks; a growing container never does
         // (beyond a few removals: a tenth of what it held).
         double high = steps.front().value, deepest_fall = 0;

@@ -948,6 +948,32 @@ static uintptr_t table_of(PyObject *o) {
     return 0; /* a deque's blocks are its own (private) structure */
 }
 
+/* large_containers(objects, deque_type, floor): the exact dicts, lists, sets and deques of the
+   list (gc.get_objects()) with at least `floor` entries. In C: the heap pass looks at every
+   object the collector tracks, hundreds of thousands in a large program. */
+static PyObject *large_containers(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *objects, *deque_type;
+    Py_ssize_t floor;
+    if (!PyArg_ParseTuple(args, "O!On", &PyList_Type, &objects, &deque_type, &floor)) return NULL;
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
+        PyObject *o = PyList_GET_ITEM(objects, i);
+        PyTypeObject *t = Py_TYPE(o);
+        Py_ssize_t n = -1;
+        if (t == &PyDict_Type) n = PyDict_GET_SIZE(o);
+        else if (t == &PyList_Type) n = PyList_GET_SIZE(o);
+        else if (t == &PySet_Type) n = PySet_GET_SIZE(o);
+        else if ((PyObject *)t == deque_type) n = Py_SIZE(o); /* a deque's ob_size is its length */
+        if (n >= floor && PyList_Append(out, o) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
 /* report_containers(flags, walk_ns, items): items are tuples (container_id, kind, entries,
    container, name, owner_type, key_types, value_types, newest entries (tuple)). */
 static PyObject *report_containers(PyObject *m, PyObject *args) {
@@ -1097,6 +1123,7 @@ static PyMethodDef methods[] = {
     {"process_exiting", process_exiting, METH_NOARGS, NULL},
     {"set_walker", set_walker, METH_VARARGS, NULL},
     {"report_containers", report_containers, METH_VARARGS, NULL},
+    {"large_containers", large_containers, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -618,20 +618,20 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
         excluded = excluded_ids()
         objects = gc.get_objects()
         own = own | {id(objects)}
-        for obj in objects:
+        large = ext.large_containers(objects, deque_type, HEAP_FLOOR)
+        del objects
+        own.add(id(large))
+        present = {id(obj) for obj in large}
+        own.add(id(present))
+        for key in [key for key in heap_names if key not in present]:
+            heap_names.pop(key)  # gone, or emptied below the floor (its id may be another's)
+        for obj in large:
             t = type(obj)
-            if t is not dict and t is not list and t is not set and t is not deque_type:
-                continue
             key = id(obj)
             if key in found or key in own or key in excluded:
                 continue
             kind = kind_of(t)
             n = lengths[kind](obj)
-            if n < HEAP_FLOOR:
-                # Small now: not worth naming; one named before is gone, or was emptied (its id
-                # may be another container's by now).
-                heap_names.pop(key, None)
-                continue
             named = heap_names.get(key)
             if named is None or named[2] != kind:
                 if len(heap_names) >= MAX_TRACKED:
@@ -639,7 +639,7 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
                 name, owner = owner_of(obj, own)
                 named = heap_names[key] = (name, owner, kind)
             found[key] = (obj, named[0], named[1], kind, n)
-        del objects
+        del large
 
     def walk(flags=0):
         began = time.thread_time_ns()

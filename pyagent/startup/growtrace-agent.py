@@ -234,6 +234,7 @@ def install(ext, log_path, agent_path, api=0, attached=False):
             if walk is not None:
                 ext.set_walker(None)
                 atexit.unregister(final_walk)
+                walk()  # a last measure of what grew while attached
             for ref, _args, _names in list(live.values()):
                 wrapper = ref()
                 if wrapper is not None:

@@ -168,6 +168,12 @@ void container_walk(uint32_t flags, uint64_t walk_ns, const growtrace_py_contain
 void (*volatile g_tick)(void) = nullptr;
 void set_tick(void (*tick)(void)) { g_tick = tick; }
 
+int own_work(int on) {
+    const bool was = t_in_tracer;
+    t_in_tracer = on != 0;
+    return was;
+}
+
 // The agent has run its full collection just before: the sizes polled here, and everything
 // the analyzer measures at this mark, are what the program holds, not garbage.
 void process_exiting() {
@@ -181,7 +187,7 @@ void process_exiting() {
 growtrace_py_api g_api_table = {
     sizeof(growtrace_py_api), GROWTRACE_PY_API_VERSION, GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL, 0,
     agent_attach, capture_stack_api, cache_created, cache_insert, cache_destroyed, type_created,
-    process_exiting, gc_collection, container_walk, set_tick,
+    process_exiting, gc_collection, container_walk, set_tick, own_work,
 };
 
 using TypeReadyFn = int (*)(void*);

@@ -809,6 +809,7 @@ static PyObject *enable_type_scan(PyObject *m, PyObject *noargs) {
 
 static int walk_is_due(void);
 static void run_walk(void);
+static int native_has(size_t offset);
 
 /* gc callback: callback(phase, info). Anything a program may pass it by hand is accepted and
    never raises: it is one of the program's gc.callbacks. */
@@ -873,7 +874,11 @@ static void run_walk(void) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb); /* the program's exception in flight, if any, is kept */
     PyObject *walker = Py_NewRef(g_walker);
+    /* The walk's own allocations are not the program's: the library does not record them. */
+    int own = native_has(offsetof(growtrace_py_api, own_work)) && g_native->own_work;
+    int was_own = own ? g_native->own_work(1) : 0;
     PyObject *r = PyObject_CallNoArgs(walker);
+    if (own) g_native->own_work(was_own);
     Py_DECREF(walker);
     Py_XDECREF(r);
     PyErr_Clear();

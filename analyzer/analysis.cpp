@@ -294,6 +294,13 @@ public:
         with_stack.stack_id = model_.live_stack_id(r.allocation_seq);
         python_feed_.record(with_stack);
     }
+    // A container's blocks are named by allocation: their stacks are looked up here, where the
+    // retention model is, while they are alive.
+    void on_container(const ContainerRecord& r) override {
+        std::vector<uint64_t> entry_stacks;
+        for (uint64_t seq : r.entry_allocations) entry_stacks.push_back(model_.live_stack_id(seq));
+        containers.on_container(r, r.table_allocation ? model_.live_stack_id(r.table_allocation) : 0, entry_stacks);
+    }
     // The tracker's state is complete (call once the trace is read).
     void finish_python() { python_feed_.finish(); }
     void on_time_mark(const TimeMarkRecord& r) override {
@@ -341,6 +348,7 @@ public:
     std::vector<ChildTrace> children;
     std::vector<TracerErrorRecord> tracer_errors;
     PythonTracker python;
+    ContainerTracker containers;
 
 private:
     PythonPipeline python_feed_{python};
@@ -583,10 +591,37 @@ void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symboliz
     if (out.types.size() > kMaxReportedGroups) out.types.resize(kMaxReportedGroups);
     explain_by_caches(out, c.python);
 }
+
+// Containers the agent's walks measured: the memory a container holds is what the stacks that
+// allocated its newest entries keep alive (each group counted once).
+void add_container_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer) {
+    if (c.containers.empty()) return;
+    auto seconds = [&](uint64_t ticks) { return c.clock.seconds(static_cast<double>(ticks)); };
+    for (ContainerFinding& f : c.containers.finish(seconds, c.exit_ticks)) {
+        ContainerReport report{std::move(f), {}};
+        ContainerFinding& cf = report.container;
+        if (!cf.insert_stacks.empty())
+            report.inserted_from = fold_interpreter_frames(resolve_stack(cf.insert_stacks.front(), c, symbolizer));
+        auto holds = [&](const GroupReport& g) {
+            return std::any_of(g.stack_ids.begin(), g.stack_ids.end(), [&](uint64_t id) {
+                return std::find(cf.entry_stacks.begin(), cf.entry_stacks.end(), id) != cf.entry_stacks.end();
+            });
+        };
+        for (const GroupReport& g : out.findings) {
+            if (!holds(g)) continue;
+            cf.retained_bytes += g.retained_bytes;
+            cf.growth_bytes_per_s += g.verdict.slope_bytes_per_s;
+        }
+        for (const GroupReport& g : out.groups)
+            if (holds(g)) cf.retained_bytes += g.retained_bytes;
+        (cf.unbounded ? out.container_findings : out.containers).push_back(std::move(report));
+    }
+    if (out.containers.size() > kMaxReportedGroups) out.containers.resize(kMaxReportedGroups);
+}
 }  // namespace
 
 size_t finding_count(const AnalysisResult& r) {
-    return r.findings.size() + r.cache_findings.size() + r.type_findings.size();
+    return r.findings.size() + r.cache_findings.size() + r.type_findings.size() + r.container_findings.size();
 }
 
 AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions& options) {
@@ -685,6 +720,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
 
     out.timeline = build_timeline(r, c, window_s);
     add_python_findings(out, c, symbolizer);
+    add_container_findings(out, c, symbolizer);
     out.root_causes = find_root_causes(out);
     if (options.stack_profiles) build_stack_profiles(raw_stacks, c, symbolizer, judged, out);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/containers.h"
 #include "analyzer/growth_classifier.h"
 #include "analyzer/python_caches.h"
 #include "analyzer/retention.h"
@@ -54,6 +55,12 @@ struct CacheReport {
     std::vector<Frame> inserted_from;  // innermost first
 };
 
+// A container measured by the CPython agent's walks, with the stack that fills it symbolized.
+struct ContainerReport {
+    ContainerFinding container;
+    std::vector<Frame> inserted_from;  // innermost first; empty when unknown
+};
+
 // Classes with one qualified name, with their most frequent creating stack.
 struct TypeReport {
     TypeFinding type;
@@ -96,6 +103,8 @@ struct AnalysisResult {
     std::vector<CacheReport> caches;          // the other caches that were filled during the run
     std::vector<TypeReport> type_findings;    // JSON kind duplicate_types
     std::vector<TypeReport> types;            // other class names created many times
+    std::vector<ContainerReport> container_findings;  // JSON kind container_growth
+    std::vector<ContainerReport> containers;          // the other containers the walks measured
     // Every finding above in exactly one root cause, as its root or as evidence.
     std::vector<RootCause> root_causes;
     std::vector<TimelinePoint> timeline;

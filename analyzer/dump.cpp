@@ -136,6 +136,13 @@ public:
                          r.phase == CollectionRecord::Start ? "start" : "stop", r.generation,
                          r.flags & CollectionRecord::AtShutdown ? " at_shutdown" : ""));
     }
+    void on_container(const ContainerRecord& r) override {
+        line(fmt::format("Container tid={} ticks={} walk={} flags={} walk_ns={} id={} kind={} entries={} name={} owner={} "
+                         "keys=[{}] values=[{}] table={} entries_at=[{}]",
+                         r.tid, r.ticks, r.walk_seq, r.flags, r.walk_ns, r.container_id, r.kind, r.entries,
+                         quoted(r.name), quoted(r.owner_type), fmt::join(r.key_types, " "),
+                         fmt::join(r.value_types, " "), r.table_allocation, fmt::join(r.entry_allocations, " ")));
+    }
     void on_unknown(const RawRecord& r) override {
         line(fmt::format("{} (not decoded) length={}", record_kind_name(r.kind), r.size));
     }

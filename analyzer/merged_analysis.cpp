@@ -38,6 +38,7 @@ std::string finding_identity(const AnalysisResult& r, FindingKind kind, size_t i
             return "cache\x1d" + r.cache_findings[index].cache.name + "\x1d" + r.cache_findings[index].cache.location;
         case FindingKind::Types: return "type\x1d" + r.type_findings[index].type.name;
         case FindingKind::Stack: return "stack\x1d" + frames_identity(r.findings[index].frames);
+        case FindingKind::Container: return "container\x1d" + r.container_findings[index].container.name;
     }
     return {};
 }
@@ -70,6 +71,12 @@ FindingFigures figures_of(const std::vector<AnalysedTrace>& traces, const Proces
             const GroupReport& g = r.findings[ref.index];
             f = {static_cast<double>(g.retained_bytes), g.verdict.slope_bytes_per_s,
                  static_cast<double>(g.live_allocations), g.verdict.started_at_s, g.verdict.confidence};
+            break;
+        }
+        case FindingKind::Container: {
+            const ContainerFinding& c = r.container_findings[ref.index].container;
+            f = {static_cast<double>(c.retained_bytes), c.growth_bytes_per_s, static_cast<double>(c.entries_last),
+                 c.started_at_s, c.confidence};
             break;
         }
     }

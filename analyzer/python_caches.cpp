@@ -31,13 +31,10 @@ constexpr int kQuarters = 4;
 // the latest growth in its second half: a cache that only fills at start-up is not one.
 constexpr int kMinGrowingQuarters = 3;
 
-struct Step {
-    double t;
-    double value;
-};
+}  // namespace
 
 // The value of a step series at time t (the last step at or before t; `initial` before any).
-double value_at(const std::vector<Step>& steps, double t, double initial) {
+static double value_at(const std::vector<Step>& steps, double t, double initial) {
     double v = initial;
     for (const Step& s : steps) {
         if (s.t > t) break;
@@ -45,11 +42,6 @@ double value_at(const std::vector<Step>& steps, double t, double initial) {
     }
     return v;
 }
-
-struct GrowthShape {
-    int growing_quarters = 0;
-    double growth = 0;
-};
 
 GrowthShape quarters(const std::vector<Step>& steps, double initial, double begin, double end) {
     GrowthShape shape;
@@ -66,7 +58,7 @@ GrowthShape quarters(const std::vector<Step>& steps, double initial, double begi
 
 // The index of a cache's last entry count before a teardown that ends its series (docs/growth-
 // classifier.md, "Teardown"), if it ends in one.
-std::optional<size_t> cache_teardown(const std::vector<Step>& steps, double begin, double end) {
+static std::optional<size_t> cache_teardown(const std::vector<Step>& steps, double begin, double end) {
     if (steps.size() < 2) return std::nullopt;
     std::vector<double> t, v;
     for (const Step& s : steps) {
@@ -93,6 +85,8 @@ std::vector<double> quarter_floors(const std::vector<Step>& steps, double begin,
     }
     return floors;
 }
+
+namespace {
 
 std::string class_name(const TypeCreateRecord& t) {
     return t.module.empty() ? t.qualname : t.module + "." + t.qualname;

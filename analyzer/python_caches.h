@@ -26,6 +26,20 @@ struct SeriesPoint {
     double value = 0;
 };
 
+// A series of counts as steps in time, and how it moved over the four quarters of a span: the
+// cache and container judgements share these.
+struct Step {
+    double t;
+    double value;
+};
+struct GrowthShape {
+    int growing_quarters = 0;
+    double growth = 0;
+};
+GrowthShape quarters(const std::vector<Step>& steps, double initial, double begin, double end);
+// The lowest count in each quarter of [begin, end] (0 before the series starts).
+std::vector<double> quarter_floors(const std::vector<Step>& steps, double begin, double end);
+
 struct CacheKeyType {
     std::string name;            // module.qualname of a class found in keys
     uint64_t distinct_classes = 0;  // different class objects with that name in keys

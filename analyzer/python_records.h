@@ -84,4 +84,24 @@ struct CollectionRecord {
     uint64_t flags = 0;
 };
 
+// One container as one of the agent's walks found it (kind 0x36, docs/containers.md).
+struct ContainerRecord {
+    enum Kind : uint64_t { Dict = 1, List = 2, Set = 3, Deque = 4, WeakValueDict = 5, WeakKeyDict = 6, WeakSet = 7 };
+    enum Flags : uint64_t { HeapPass = 1, Final = 2 };
+    uint64_t tid = 0;
+    uint64_t ticks = 0;
+    uint64_t walk_seq = 0;
+    uint64_t flags = 0;
+    uint64_t walk_ns = 0;
+    uint64_t container_id = 0;
+    uint64_t kind = 0;
+    uint64_t entries = 0;
+    std::string name, owner_type;
+    std::vector<std::string> key_types, value_types;  // of its newest entries, newest first
+    // Allocations (AllocCompact sequence numbers, 0 unknown) of its slots' block and of its
+    // newest entries' objects.
+    uint64_t table_allocation = 0;
+    std::vector<uint64_t> entry_allocations;
+};
+
 }  // namespace growtrace

@@ -1,5 +1,7 @@
 #include "analyzer/record_decoder.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "analyzer/trace_error.h"
@@ -331,6 +333,34 @@ void RecordDecoder::decode(const RawRecord& rec) {
             r.generation = get_varint(rec, c);
             r.flags = get_varint(rec, c);
             visitor_.on_collection(r);
+            return;
+        }
+        case RecordKind::Container: {
+            require_thread(rec);
+            ContainerRecord r;
+            r.tid = tid_;
+            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+            std::vector<uint64_t> allocations(std::min<uint64_t>(get_varint(rec, c), 64));
+            for (uint64_t& a : allocations) {
+                const uint64_t holder = get_varint(rec, c);
+                a = holder && holder - 1 < compact_allocs_ ? compact_allocs_ - (holder - 1) : 0;
+            }
+            auto allocation = [&](uint64_t index) { return index && index <= allocations.size() ? allocations[index - 1] : 0; };
+            r.walk_seq = get_varint(rec, c);
+            r.flags = get_varint(rec, c);
+            r.walk_ns = get_varint(rec, c);
+            r.container_id = get_varint(rec, c);
+            r.kind = get_varint(rec, c);
+            r.entries = get_varint(rec, c);
+            r.table_allocation = allocation(get_varint(rec, c));
+            r.name = get_string(rec, c);
+            r.owner_type = get_string(rec, c);
+            r.key_types = split_cmdline(get_string(rec, c));
+            r.value_types = split_cmdline(get_string(rec, c));
+            const uint64_t m = std::min<uint64_t>(get_varint(rec, c), 64);
+            for (uint64_t i = 0; i < m; ++i)
+                if (const uint64_t a = allocation(get_varint(rec, c))) r.entry_allocations.push_back(a);
+            visitor_.on_container(r);
             return;
         }
         case RecordKind::Exiting:

@@ -41,6 +41,7 @@ public:
     virtual void on_type_create(const TypeCreateRecord&) {}
     virtual void on_cache_misses(const CacheMissesRecord&) {}
     virtual void on_collection(const CollectionRecord&) {}
+    virtual void on_container(const ContainerRecord&) {}
     // The program began to exit at these ticks (Exiting record).
     virtual void on_exiting(uint64_t /*ticks*/) {}
     // How allocations were recorded (Sampling record, v3): mean bytes between samples, 0 =

@@ -155,6 +155,37 @@ json type_finding_json(const TypeReport& t) {
             {"type", type_json(t)}};
 }
 
+json container_json(const ContainerReport& c) {
+    const ContainerFinding& f = c.container;
+    return {{"name", f.name},
+            {"owner_type", f.owner_type},
+            {"kind", f.kind},
+            {"reached_from_module", f.reached_from_module},
+            {"walks", f.walks},
+            {"entries_first", f.entries_first},
+            {"entries_last", f.entries_last},
+            {"growth_entries_per_s", f.growth_entries_per_s},
+            {"inserted_from", frames_json(c.inserted_from)},
+            {"key_types", f.key_types},
+            {"value_types", f.value_types},
+            {"retained_bytes", f.retained_bytes},
+            {"verdict", f.unbounded ? "unbounded" : "bounded"},
+            {"reason", f.reason},
+            {"entries_over_time", series_json(f.entries_over_time)}};
+}
+
+json container_finding_json(const ContainerReport& c) {
+    const ContainerFinding& f = c.container;
+    return {{"kind", "container_growth"},
+            {"retained_bytes", f.retained_bytes},
+            {"growth_bytes_per_s", f.growth_bytes_per_s},
+            {"started_at_s", f.started_at_s},
+            {"confidence", f.confidence},
+            {"reason", f.reason},
+            {"frames", frames_json(c.inserted_from)},
+            {"container", container_json(c)}};
+}
+
 json root_cause_json(const AnalysisResult& r, size_t id, const RootCause& root) {
     json members = json::array();
     for (const RootCauseMember& m : root.members)
@@ -217,7 +248,11 @@ json report_json(const AnalysisResult& r) {
     for (const auto& c : r.cache_findings) doc["findings"].push_back(cache_finding_json(c));
     for (const auto& t : r.type_findings) doc["findings"].push_back(type_finding_json(t));
     for (const auto& g : r.findings) doc["findings"].push_back(finding_json(g));
+    // Added after the stacks, so that the other findings keep their ids.
+    for (const auto& c : r.container_findings) doc["findings"].push_back(container_finding_json(c));
     add_root_causes(doc, r);
+    doc["containers"] = json::array();
+    for (const auto& c : r.containers) doc["containers"].push_back(container_json(c));
     doc["caches"] = json::array();
     for (const auto& c : r.caches) doc["caches"].push_back(cache_json(c));
     doc["types"] = json::array();

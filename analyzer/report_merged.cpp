@@ -334,6 +334,12 @@ void write_merged_text_report(const AnalysedTraceSet& set, const MergedAnalysis&
                 frames = &lead.findings[f.in.front().index].frames;
                 break;
             }
+            case FindingKind::Container: {
+                const ContainerReport& c = lead.container_findings[f.in.front().index];
+                what = fmt::format("{} {} keeps growing", c.container.kind, c.container.name);
+                frames = &c.inserted_from;
+                break;
+            }
         }
         out << fmt::format("\n#{} {} {}\n", ++number, what, merged_summary(set, merged, f));
         for (const ProcessFindingRef& r : f.in) {

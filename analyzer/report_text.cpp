@@ -94,6 +94,22 @@ void write_cache_finding(size_t number, const CacheReport& c, bool sampled, std:
     write_frames(c.inserted_from, out);
 }
 
+// A growing container, said like a cache: which one, who owns it, where it is filled, what
+// its newest entries are, how much their stacks hold.
+void write_container_finding(size_t number, const ContainerReport& c, std::ostream& out) {
+    const ContainerFinding& f = c.container;
+    out << fmt::format("\n#{} {} {} keeps growing: {} -> {} entries (+{:.1f}/s since {:.1f} s), its entries' stacks holding {}\n",
+                       number, f.kind, f.name, f.entries_first, f.entries_last, f.growth_entries_per_s, f.started_at_s,
+                       human_bytes(static_cast<double>(f.retained_bytes)));
+    if (!f.owner_type.empty()) out << fmt::format("    owned by {}\n", f.owner_type);
+    if (!f.key_types.empty() || !f.value_types.empty())
+        out << fmt::format("    newest entries: keys {}, values {}\n", f.key_types.empty() ? "-" : fmt::format("{}", fmt::join(f.key_types, " | ")),
+                           f.value_types.empty() ? "-" : fmt::format("{}", fmt::join(f.value_types, " | ")));
+    out << fmt::format("    measured by {} walks, confidence {:.2f}; filled from:\n", f.walks, f.confidence);
+    if (c.inserted_from.empty()) out << "        (unknown: its slots' block was not traced)\n";
+    write_frames(c.inserted_from, out);
+}
+
 void write_type_finding(size_t number, const TypeReport& t, std::ostream& out) {
     const TypeFinding& f = t.type;
     out << fmt::format("\n#{} class {} is created again and again: {} created, {} alive ({:.1f}/s since {:.1f} s), confidence {:.2f}; created from:\n",
@@ -121,6 +137,12 @@ void write_evidence(const RootCause& root, const AnalysisResult& r, std::ostream
         out << fmt::format("    evidence ({}): classes named {} are created again and again: {} created, {} alive\n",
                            m.relation == Relation::KeyClass ? "the keys' classes" : "made in the same call", t.name,
                            t.created, t.live_at_end);
+    }
+    for (const RootCauseMember& m : root.members) {
+        if (m.finding.kind != FindingKind::Container) continue;
+        const ContainerFinding& c = r.container_findings[m.finding.index].container;
+        out << fmt::format("    evidence (filled in the same call): {} {} grows with it: {} -> {} entries\n", c.kind, c.name,
+                           c.entries_first, c.entries_last);
     }
     for (Relation relation : {Relation::HoldsEntries, Relation::SameCall}) {
         size_t count = 0;
@@ -150,6 +172,7 @@ void write_root_cause(size_t number, const RootCause& root, const AnalysisResult
         case FindingKind::Cache: write_cache_finding(number, r.cache_findings[root.root.index], sampled, out); break;
         case FindingKind::Types: write_type_finding(number, r.type_findings[root.root.index], out); break;
         case FindingKind::Stack: write_stack_finding(number, r.findings[root.root.index], sampled, out); break;
+        case FindingKind::Container: write_container_finding(number, r.container_findings[root.root.index], out); break;
     }
     out << fmt::format("    remedy: {}\n", root.remedy);
     write_evidence(root, r, out);

@@ -64,10 +64,15 @@ struct Anchors {
 class TreeBuilder {
 public:
     explicit TreeBuilder(const AnalysisResult& r)
-        : r_(r), type_taken_(r.type_findings.size(), false), stack_taken_(r.findings.size(), false) {}
+        : r_(r),
+          type_taken_(r.type_findings.size(), false),
+          stack_taken_(r.findings.size(), false),
+          container_taken_(r.container_findings.size(), false) {}
 
     std::vector<RootCause> build() {
         for (size_t i = 0; i < r_.cache_findings.size(); ++i) add_cache_root(i);
+        for (size_t i = 0; i < r_.container_findings.size(); ++i)
+            if (!container_taken_[i]) add_container_root(i);
         for (size_t i = 0; i < r_.type_findings.size(); ++i)
             if (!type_taken_[i]) add_type_root(i);
         for (size_t i = 0; i < r_.findings.size(); ++i)
@@ -78,7 +83,9 @@ public:
 
 private:
     void take(RootCause& root, FindingRef f, Relation relation) {
-        (f.kind == FindingKind::Types ? type_taken_ : stack_taken_)[f.index] = true;
+        (f.kind == FindingKind::Types       ? type_taken_
+         : f.kind == FindingKind::Container ? container_taken_
+                                            : stack_taken_)[f.index] = true;
         root.members.push_back({f, relation});
     }
 
@@ -101,6 +108,45 @@ private:
         for (size_t g = 0; g < r_.findings.size(); ++g)
             if (!stack_taken_[g] && r_.findings[g].explained_by_cache == c.cache.name)
                 take(root, {FindingKind::Stack, g}, Relation::HoldsEntries);
+        // A container filled in the same call as the cache (a library's registry of the classes
+        // its misses make) grows because the cache does.
+        for (size_t k = 0; k < r_.container_findings.size(); ++k) {
+            const std::vector<Frame>& filled = r_.container_findings[k].inserted_from;
+            if (!container_taken_[k] && !filled.empty() && anchors.reaches(filled))
+                take(root, {FindingKind::Container, k}, Relation::SameCall);
+        }
+        push(std::move(root), std::move(anchors));
+    }
+
+    // A growing container: the stacks that allocated its newest entries hold its memory; the
+    // classes and stacks made in the same call as the insertion that grew its slots are its work.
+    void add_container_root(size_t index) {
+        const ContainerReport& c = r_.container_findings[index];
+        RootCause root;
+        root.root = {FindingKind::Container, index};
+        Anchors anchors;
+        if (!c.inserted_from.empty()) anchors.stacks.push_back(&c.inserted_from);
+        container_taken_[index] = true;
+        // Other containers filled in the same call grow with it (the interpreter's own list of
+        // a base class's subclasses, beside a registry of classes).
+        for (size_t k = index + 1; k < r_.container_findings.size(); ++k) {
+            const std::vector<Frame>& filled = r_.container_findings[k].inserted_from;
+            if (!container_taken_[k] && !filled.empty() && anchors.reaches(filled))
+                take(root, {FindingKind::Container, k}, Relation::SameCall);
+        }
+        const std::vector<uint64_t>& held = c.container.entry_stacks;
+        for (size_t g = 0; g < r_.findings.size(); ++g) {
+            const std::vector<uint64_t>& ids = r_.findings[g].stack_ids;
+            if (!stack_taken_[g] && std::any_of(ids.begin(), ids.end(), [&](uint64_t id) {
+                    return std::find(held.begin(), held.end(), id) != held.end();
+                }))
+                take(root, {FindingKind::Stack, g}, Relation::HoldsEntries);
+        }
+        for (size_t t = 0; t < r_.type_findings.size(); ++t) {
+            if (type_taken_[t] || !anchors.reaches(r_.type_findings[t].created_from)) continue;
+            take(root, {FindingKind::Types, t}, Relation::SameCall);
+            anchors.stacks.push_back(&r_.type_findings[t].created_from);
+        }
         push(std::move(root), std::move(anchors));
     }
 
@@ -147,7 +193,7 @@ private:
     void add_figures(RootCause& root) const;
 
     const AnalysisResult& r_;
-    std::vector<bool> type_taken_, stack_taken_;
+    std::vector<bool> type_taken_, stack_taken_, container_taken_;
     std::vector<RootCause> roots_;
     std::vector<Anchors> anchors_;
 };
@@ -164,6 +210,12 @@ void TreeBuilder::add_figures(RootCause& root) const {
             break;
         }
         case FindingKind::Types: break;
+        case FindingKind::Container: {
+            const ContainerFinding& c = r_.container_findings[root.root.index].container;
+            bytes = static_cast<double>(c.retained_bytes);
+            slope = c.growth_bytes_per_s;
+            break;
+        }
         case FindingKind::Stack: {
             const GroupReport& g = r_.findings[root.root.index];
             bytes = static_cast<double>(g.retained_bytes);
@@ -206,6 +258,19 @@ void describe_cache(RootCause& root, const CacheFinding& c) {
     }
 }
 
+void describe_container(RootCause& root, const ContainerReport& r) {
+    const ContainerFinding& c = r.container;
+    root.title = fmt::format("{} {} keeps growing", c.kind, c.name);
+    root.summary = fmt::format("{} -> {} entries (+{:.1f}/s since {:.1f} s), holding {}", c.entries_first, c.entries_last,
+                               c.growth_entries_per_s, c.started_at_s, human_bytes(static_cast<double>(root.retained_bytes)));
+    const std::string filled = r.inserted_from.empty() ? std::string("where it is filled")
+                                                       : stack_place(r.inserted_from);
+    root.remedy = fmt::format(
+        "entries are added ({}) and never removed: bound it (evict the oldest, or use an LRU with a maxsize), remove "
+        "entries when their work is done, or hold them weakly",
+        filled);
+}
+
 void describe_types(RootCause& root, const TypeFinding& t) {
     root.title = fmt::format("classes named {} are created again and again", t.name);
     root.summary = fmt::format("{} created, {} alive ({:.1f}/s since {:.1f} s)", t.created, t.live_at_end, t.created_per_s,
@@ -232,6 +297,7 @@ void describe(RootCause& root, const AnalysisResult& r) {
         case FindingKind::Cache: describe_cache(root, r.cache_findings[root.root.index].cache); break;
         case FindingKind::Types: describe_types(root, r.type_findings[root.root.index].type); break;
         case FindingKind::Stack: describe_stack(root, r.findings[root.root.index]); break;
+        case FindingKind::Container: describe_container(root, r.container_findings[root.root.index]); break;
     }
 }
 
@@ -263,6 +329,8 @@ size_t finding_id(const AnalysisResult& r, FindingRef f) {
         case FindingKind::Cache: return f.index + 1;
         case FindingKind::Types: return r.cache_findings.size() + f.index + 1;
         case FindingKind::Stack: return r.cache_findings.size() + r.type_findings.size() + f.index + 1;
+        case FindingKind::Container:
+            return r.cache_findings.size() + r.type_findings.size() + r.findings.size() + f.index + 1;
     }
     return 0;
 }
@@ -281,6 +349,7 @@ const char* finding_kind_name(FindingKind kind) {
         case FindingKind::Cache: return "cache_growth";
         case FindingKind::Types: return "duplicate_types";
         case FindingKind::Stack: return "unbounded_growth";
+        case FindingKind::Container: return "container_growth";
     }
     return "?";
 }

@@ -18,7 +18,9 @@ namespace growtrace {
 struct AnalysisResult;
 
 // Which list of AnalysisResult a finding is in, and where.
-enum class FindingKind { Cache, Types, Stack };
+// Container (a growing dict, list, set or deque the CPython agent's walks named) comes last in
+// the JSON "findings", after the stacks, so that the other kinds keep their ids.
+enum class FindingKind { Cache, Types, Stack, Container };
 struct FindingRef {
     FindingKind kind = FindingKind::Stack;
     size_t index = 0;
@@ -47,11 +49,11 @@ struct RootCause {
     std::vector<RootCauseMember> members;
 };
 
-// Largest first within each kind: caches, then class names, then stacks.
+// Largest first within each kind: caches, then containers, then class names, then stacks.
 std::vector<RootCause> find_root_causes(const AnalysisResult& r);
 
 // The finding's id in the JSON report: its 1-based position in "findings" (caches, then class
-// names, then stacks).
+// names, then stacks, then containers).
 size_t finding_id(const AnalysisResult& r, FindingRef f);
 
 const char* relation_name(Relation relation);

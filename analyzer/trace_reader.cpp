@@ -63,6 +63,7 @@ std::string record_kind_name(uint8_t kind) {
         case K::CacheSize: return "CacheSize";
         case K::CacheMisses: return "CacheMisses";
         case K::Collection: return "Collection";
+        case K::Container: return "Container";
         case K::Exiting: return "Exiting";
         case K::Sampling: return "Sampling";
     }

@@ -177,6 +177,18 @@ enum class RecordKind : uint8_t {
     //   svarint dticks, varint phase (0 start, 1 stop), varint generation,
     //   varint flags (1: run by the agent at the shutdown mark)
     Collection = 0x35,
+    // One container as one walk of the CPython agent over the program's containers found it
+    // (docs/containers.md): a thread event of the walking thread, one record per container.
+    // The allocations come first: the writer turns each block address the agent gave into
+    // 1 + the age (as in FreeCompact) of the live allocation starting there, 0 when none is
+    // traced (a sampled trace's unsampled block, a static object).
+    //   svarint dticks, varint n, n x varint allocation, varint walk_seq, varint flags (1 heap
+    //   pass, 2 the final walk at the shutdown mark), varint walk_ns, varint container_id,
+    //   varint kind (1 dict, 2 list, 3 set, 4 deque, 5 WeakValueDictionary, 6 WeakKeyDictionary,
+    //   7 WeakSet), varint entries, varint table (1-based index into the allocations, 0 none),
+    //   string name, string owner_type, string key_types, string value_types ('\0'-separated
+    //   type names of its newest entries), varint m, m x varint entry (1-based index)
+    Container = 0x36,
 };
 
 inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;

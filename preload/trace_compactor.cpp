@@ -41,7 +41,8 @@ bool is_thread_event_with_ticks(uint8_t kind) {
     return kind == static_cast<uint8_t>(RecordKind::CacheCreate) ||
            kind == static_cast<uint8_t>(RecordKind::CacheInsert) ||
            kind == static_cast<uint8_t>(RecordKind::TypeCreate) ||
-           kind == static_cast<uint8_t>(RecordKind::Collection);
+           kind == static_cast<uint8_t>(RecordKind::Collection) ||
+           kind == static_cast<uint8_t>(RecordKind::Container);
 }
 
 // A varint of the threads' own buffers, which hold nothing but what the hot path encoded: the
@@ -253,6 +254,24 @@ uint64_t TraceCompactor::type_allocation(const uint8_t* rest, size_t size) {
     return 1;
 }
 
+// A Container record names blocks by address, as a TypeCreate does: each becomes 1 + the age of
+// the live allocation starting there (0 = none traced, e.g. a sampled trace's unsampled block).
+size_t TraceCompactor::container_allocations(const uint8_t* rest, size_t size, uint8_t* out, size_t out_size) {
+    format::Cursor c(rest, rest + size);
+    uint64_t n;
+    if (!c.varint(n) || n > 64) return 0;
+    uint8_t* q = format::put_varint(out, n);
+    for (uint64_t i = 0; i < n; ++i) {
+        uint64_t address;
+        if (!c.varint(address)) return 0;
+        const Entry* e = address ? live_.find_latest(address, run_ticks_) : nullptr;
+        q = format::put_varint(q, e ? allocations_ - e->id + 1 : 0);
+    }
+    if (static_cast<size_t>(q - out) + c.remaining() > out_size) return 0;
+    memcpy(q, c.position(), c.remaining());
+    return static_cast<size_t>(q - out) + c.remaining();
+}
+
 TraceCompactor::CacheState* TraceCompactor::cache_state(uint64_t cache_id, bool claim) {
     if (!cache_id) return nullptr;
     size_t slot = static_cast<size_t>(cache_id * 0x9E3779B97F4A7C15ull >> 56) % kTrackedCaches;
@@ -459,6 +478,12 @@ void TraceCompactor::write_thread_event(uint8_t kind, const uint8_t* rest, size_
     // Found (or, sampled, written) before the record is encoded: a weightless allocation
     // written here may move the written clock.
     const uint64_t type_alloc = is_type ? type_allocation(rest, size) : 0;
+    uint8_t resolved[kMaxRebasedRecord];
+    if (kind == static_cast<uint8_t>(RecordKind::Container)) {
+        size = container_allocations(rest, size, resolved, sizeof resolved);
+        if (!size) return;
+        rest = resolved;
+    }
     // Sampled: the event happens at the run's written clock, on its grid.
     if (sampled_) sync_time(run_ticks_);
     const uint64_t event_ticks = sampled_ ? written_ticks_ : run_ticks_;

@@ -140,6 +140,9 @@ private:
     void write_thread_event(uint8_t kind, const uint8_t* rest, size_t size);
 
     uint64_t type_allocation(const uint8_t* payload, size_t size);
+    // A Container record's leading block addresses, rewritten into `out` as allocations;
+    // returns the rewritten payload's size (0: left as it was).
+    size_t container_allocations(const uint8_t* payload, size_t size, uint8_t* out, size_t out_size);
     void emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack);
     void emit_free(uint64_t ticks, uint64_t addr);
     void emit_free_of(uint64_t id, uint64_t ticks);

@@ -3,7 +3,10 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "growtrace_py_api.h"
@@ -136,6 +139,41 @@ void gc_collection(uint32_t phase, uint32_t generation, uint32_t flags) {
     emit(RecordKind::Collection, body);
 }
 
+// One record per container: the block addresses first (the writer turns them into
+// allocations, see TraceCompactor::container_allocations), then the container naming them by
+// index.
+void container_walk(uint32_t flags, uint64_t walk_ns, const growtrace_py_container* items, size_t count) {
+    RecursionGuard guard;
+    static uint64_t walk_seq = 0;  // under the GIL
+    ++walk_seq;
+    for (size_t i = 0; i < count; ++i) {
+        const growtrace_py_container& c = items[i];
+        RecordEncoder body(RecordKind::Container);
+        const size_t blocks = std::min<size_t>(c.entry_block_count, 16);
+        body.varint((c.table != 0) + blocks);
+        if (c.table) body.varint(c.table);
+        for (size_t e = 0; e < blocks; ++e) body.varint(c.entry_blocks[e]);
+        body.varint(walk_seq).varint(flags).varint(walk_ns);
+        body.varint(c.container_id).varint(c.kind).varint(c.entries).varint(c.table ? 1 : 0);
+        body.string(c.name, c.name_len).string(c.owner_type, c.owner_type_len);
+        body.string(c.key_types, c.key_types_len).string(c.value_types, c.value_types_len);
+        body.varint(blocks);
+        for (size_t e = 0; e < blocks; ++e) body.varint((c.table != 0) + e + 1);
+        emit(RecordKind::Container, body);
+    }
+}
+
+// The agent's request for its next walk: called on the main thread, holding the GIL, from an
+// allocation hook (it must not allocate: it only queues a pending call).
+void (*volatile g_tick)(void) = nullptr;
+void set_tick(void (*tick)(void)) { g_tick = tick; }
+
+int own_work(int on) {
+    const bool was = t_in_tracer;
+    t_in_tracer = on != 0;
+    return was;
+}
+
 // The agent has run its full collection just before: the sizes polled here, and everything
 // the analyzer measures at this mark, are what the program holds, not garbage.
 void process_exiting() {
@@ -149,7 +187,7 @@ void process_exiting() {
 growtrace_py_api g_api_table = {
     sizeof(growtrace_py_api), GROWTRACE_PY_API_VERSION, GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL, 0,
     agent_attach, capture_stack_api, cache_created, cache_insert, cache_destroyed, type_created,
-    process_exiting, gc_collection,
+    process_exiting, gc_collection, container_walk, set_tick, own_work,
 };
 
 using TypeReadyFn = int (*)(void*);
@@ -197,11 +235,26 @@ void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
         ids[changed] = c.id;
         entries[changed++] = now;
     }
+    const bool frozen = g_caches_frozen;
     pthread_mutex_unlock(&g_caches_mutex);
+    if (g_tick && !frozen) g_walk_wanted.store(true, std::memory_order_relaxed);
     if (!changed) return;
     rec.varint(now_ticks()).varint(changed);
     for (uint64_t i = 0; i < changed; ++i) rec.varint(ids[i]).svarint(entries[i]);
     sink(rec);
+}
+
+std::atomic<bool> g_walk_wanted{false};
+
+// Only the main thread: a pending call reaches the evaluation loop at once only when the main
+// thread queues it (CPython 3.10 to 3.12 compute the "break in" flag for the calling thread).
+void request_walk() {
+    static thread_local int8_t is_main = -1;
+    if (is_main < 0) is_main = syscall(SYS_gettid) == getpid();
+    if (!is_main) return;
+    g_walk_wanted.store(false, std::memory_order_relaxed);
+    RecursionGuard guard;
+    if (void (*tick)(void) = g_tick; tick && !g_caches_frozen) tick();
 }
 
 void forget_caches() {

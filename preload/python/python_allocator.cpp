@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "preload/python/agent_api.h"
 #include "preload/python/python_frames.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
@@ -78,6 +79,8 @@ void* hooked_malloc(void* ctx, size_t size) {
     MemAllocator& o = original(ctx);
     if (g_route_pending.load(std::memory_order_relaxed) && !t_in_tracer) [[unlikely]]
         route_debug_malloc_stats();
+    if (g_walk_wanted.load(std::memory_order_relaxed) && !t_in_tracer) [[unlikely]]
+        request_walk();
     PythonAllocationSample sample(size);
     if (!sample || t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
     RecursionGuard guard;

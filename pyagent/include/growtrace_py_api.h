@@ -101,6 +101,8 @@ typedef struct growtrace_py_type_info {
     const char *metaclass; size_t metaclass_len;   /* "module.qualname" of type(cls) */
 } growtrace_py_type_info;
 
+struct growtrace_py_container;
+
 typedef struct growtrace_py_api {
     uint32_t size;                 /* sizeof(growtrace_py_api) in the library */
     uint32_t version;              /* GROWTRACE_PY_API_VERSION of the library */
@@ -129,7 +131,52 @@ typedef struct growtrace_py_api {
        GROWTRACE_PY_GC_AT_SHUTDOWN). What the thread frees in between is garbage being
        reclaimed. Present when `size` covers it. */
     void (*gc_collection)(uint32_t phase, uint32_t generation, uint32_t flags);
+    /* One walk of the program's containers (docs/containers.md): the ones the agent tracks,
+       with their entry counts now -> a ContainerWalk record in the calling thread's run.
+       flags: GROWTRACE_PY_WALK_*. Present when `size` covers it. */
+    void (*container_walk)(uint32_t flags, uint64_t walk_ns, const struct growtrace_py_container *items,
+                           size_t count);
+    /* At most once per writer tick (GROWTRACE_TICK_MS), until the shutdown mark, the library
+       calls `tick` on the main thread, holding the GIL, from inside a Python allocation: it must
+       not allocate or run Python code. The agent queues its next walk there with
+       Py_AddPendingCall (from the main thread, the one place where CPython 3.10 to 3.12 act on
+       a pending call at once). NULL stops it. Present when `size` covers it. */
+    void (*set_tick)(void (*tick)(void));
+    /* The calling thread's allocations and frees are the tracer's own (on = 1) or the program's
+       again (on = 0) until further notice: a container walk is not the program's memory, though
+       it runs inside the program's frames. Returns the previous state. Present when `size`
+       covers it. */
+    int (*own_work)(int on);
 } growtrace_py_api;
+
+#define GROWTRACE_PY_WALK_HEAP_PASS  (1u << 0) /* this walk also looked through gc.get_objects() */
+#define GROWTRACE_PY_WALK_FINAL      (1u << 1) /* the last walk, at the shutdown mark */
+
+/* container.kind */
+#define GROWTRACE_PY_CONTAINER_DICT                 1u
+#define GROWTRACE_PY_CONTAINER_LIST                 2u
+#define GROWTRACE_PY_CONTAINER_SET                  3u
+#define GROWTRACE_PY_CONTAINER_DEQUE                4u
+#define GROWTRACE_PY_CONTAINER_WEAK_VALUE_DICT      5u
+#define GROWTRACE_PY_CONTAINER_WEAK_KEY_DICT        6u
+#define GROWTRACE_PY_CONTAINER_WEAK_SET             7u
+
+/* One container as a walk found it. Addresses are the starts of heap blocks (the library turns
+   them into the allocations that hold them). */
+typedef struct growtrace_py_container {
+    uint32_t size;
+    uint32_t kind;                 /* GROWTRACE_PY_CONTAINER_* */
+    uint64_t container_id;         /* agent-assigned, stable across walks */
+    uint64_t entries;              /* len() now */
+    uintptr_t table;               /* block holding its slots (dict keys, list items, set
+                                      table), last reallocated by an insertion; 0 unknown */
+    const uintptr_t *entry_blocks; size_t entry_block_count;  /* blocks of its newest entries */
+    /* "module.NAME", "module.Class.attr", "module.obj.attr", or "<module.Type instance>.attr" */
+    const char *name; size_t name_len;
+    const char *owner_type; size_t owner_type_len;  /* "module.qualname" of the owning object */
+    const char *key_types; size_t key_types_len;    /* '\0'-separated type names, newest first */
+    const char *value_types; size_t value_types_len;
+} growtrace_py_container;
 
 #define GROWTRACE_PY_GC_START 0u
 #define GROWTRACE_PY_GC_STOP  1u

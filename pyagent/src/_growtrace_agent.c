@@ -871,6 +871,10 @@ static PyObject *enable_type_scan(PyObject *m, PyObject *noargs) {
     Py_RETURN_NONE;
 }
 
+static int walk_is_due(void);
+static void run_walk(void);
+static int native_has(size_t offset);
+
 /* gc callback: callback(phase, info). Anything a program may pass it by hand is accepted and
    never raises: it is one of the program's gc.callbacks. */
 static PyObject *gc_callback(PyObject *m, PyObject *args) {
@@ -890,6 +894,206 @@ static PyObject *gc_callback(PyObject *m, PyObject *args) {
     if (start && g_scan_types && !g_type_scan_final_done) scan_types((int)generation);
     if ((start || stop) && !g_final_collecting && (g_native || g_log_fd >= 0) && generation == GT_OLDEST_GENERATION)
         report_collection(start ? GROWTRACE_PY_GC_START : GROWTRACE_PY_GC_STOP, (uint32_t)generation, 0);
+    if (stop && !g_final_collecting && walk_is_due()) run_walk();
+    Py_RETURN_NONE;
+}
+
+
+/* ------------------------------------------------------------------------------------ */
+/* Container walks (docs/containers.md)                                                  */
+
+/* The walk itself is Python (growtrace-agent.py, container_walker); here is when it runs and
+   what it reports. It runs on the program's own threads, never on one of ours: at the stop of a
+   collection (gc.callbacks) or as a pending call (Py_AddPendingCall, queued from the library's
+   tick on the main thread), once its time has come. Its cost is bounded by the time it took: the next walk waits
+   at least `g_walk_period_ns`, and at least the last walk's time divided by `g_walk_share`. */
+static PyObject *g_walker;             /* callable, or NULL: no walks */
+static int g_in_walk;
+static volatile int g_walk_pending;    /* a pending call is queued */
+static volatile long long g_walk_pending_since;
+static volatile long long g_next_walk_ns;
+static long long g_walk_period_ns = 250000000LL;
+static double g_walk_share = 0.01;
+
+static long long monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The calling thread's CPU time: what a walk costs the program, whatever else the machine runs. */
+static long long thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void run_walk(void) {
+    if (!g_walker || g_in_walk) return;
+    g_in_walk = 1;
+    long long begin = thread_cpu_ns();
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb); /* the program's exception in flight, if any, is kept */
+    PyObject *walker = Py_NewRef(g_walker);
+    /* The walk's own allocations are not the program's: the library does not record them. */
+    int own = native_has(offsetof(growtrace_py_api, own_work)) && g_native->own_work;
+    int was_own = own ? g_native->own_work(1) : 0;
+    PyObject *r = PyObject_CallNoArgs(walker);
+    if (own) g_native->own_work(was_own);
+    Py_DECREF(walker);
+    Py_XDECREF(r);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    long long spent = thread_cpu_ns() - begin;
+    long long wait = (long long)((double)spent / g_walk_share);
+    g_next_walk_ns = monotonic_ns() + (wait > g_walk_period_ns ? wait : g_walk_period_ns);
+    g_in_walk = 0;
+}
+
+static int walk_is_due(void) { return g_walker && !g_in_walk && monotonic_ns() >= g_next_walk_ns; }
+
+static int pending_walk(void *arg) {
+    (void)arg;
+    g_walk_pending = 0;
+    if (walk_is_due()) run_walk();
+    return 0; /* never raises into the program */
+}
+
+/* The library's tick: the main thread, holding the GIL, inside an allocation: it only queues. */
+static void walk_tick(void) {
+    if (!g_walker || monotonic_ns() < g_next_walk_ns) return;
+    long long now = monotonic_ns();
+    /* A call queued before a fork never runs in the child: asked again after a while. */
+    if (g_walk_pending && now - g_walk_pending_since < 5000000000LL) return;
+    g_walk_pending = 1;
+    g_walk_pending_since = now;
+    if (Py_AddPendingCall(pending_walk, NULL) != 0) g_walk_pending = 0;
+}
+
+static int native_has(size_t offset) { return g_native && g_native->size >= offset + sizeof(void *); }
+
+/* set_walker(callable or None, min_period_s, share): None stops the walks (at the shutdown mark,
+   at detach). */
+static PyObject *set_walker(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *walker;
+    double period = 0.25, share = 0.01;
+    if (!PyArg_ParseTuple(args, "O|dd", &walker, &period, &share)) return NULL;
+    if (share > 0) g_walk_share = share;
+    if (period > 0) g_walk_period_ns = (long long)(period * 1e9);
+    Py_XSETREF(g_walker, walker == Py_None ? NULL : Py_NewRef(walker));
+    g_next_walk_ns = monotonic_ns() + g_walk_period_ns;
+    if (native_has(offsetof(growtrace_py_api, set_tick)) && g_native->set_tick)
+        g_native->set_tick(g_walker ? walk_tick : NULL);
+    Py_RETURN_NONE;
+}
+
+/* The start of the heap block holding an object: CPython puts the collector's header (16
+   bytes) and, for classes with managed dicts or weak references (3.11+), two more pointers
+   before it. */
+static uintptr_t block_of(PyObject *o) {
+    PyTypeObject *t = Py_TYPE(o);
+    uintptr_t a = (uintptr_t)o;
+    if (PyType_IS_GC(t)) a -= 16;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (t->tp_flags & (Py_TPFLAGS_MANAGED_DICT | Py_TPFLAGS_MANAGED_WEAKREF)) a -= 2 * sizeof(PyObject *);
+#elif PY_VERSION_HEX >= 0x030B0000
+    if (t->tp_flags & Py_TPFLAGS_MANAGED_DICT) a -= 2 * sizeof(PyObject *);
+#endif
+    return a;
+}
+
+/* The block holding a container's slots: what an insertion that outgrows it reallocates. */
+static uintptr_t table_of(PyObject *o) {
+    if (PyDict_Check(o)) return (uintptr_t)((PyDictObject *)o)->ma_keys;
+    if (PyList_Check(o)) return (uintptr_t)((PyListObject *)o)->ob_item;
+    if (PyAnySet_Check(o)) {
+        PySetObject *s = (PySetObject *)o;
+        return s->table == s->smalltable ? 0 : (uintptr_t)s->table;
+    }
+    return 0; /* a deque's blocks are its own (private) structure */
+}
+
+/* large_containers(objects, deque_type, floor): the exact dicts, lists, sets and deques of the
+   list (gc.get_objects()) with at least `floor` entries. In C: the heap pass looks at every
+   object the collector tracks, hundreds of thousands in a large program. */
+static PyObject *large_containers(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *objects, *deque_type;
+    Py_ssize_t floor;
+    if (!PyArg_ParseTuple(args, "O!On", &PyList_Type, &objects, &deque_type, &floor)) return NULL;
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objects); i++) {
+        PyObject *o = PyList_GET_ITEM(objects, i);
+        PyTypeObject *t = Py_TYPE(o);
+        Py_ssize_t n = -1;
+        if (t == &PyDict_Type) n = PyDict_GET_SIZE(o);
+        else if (t == &PyList_Type) n = PyList_GET_SIZE(o);
+        else if (t == &PySet_Type) n = PySet_GET_SIZE(o);
+        else if ((PyObject *)t == deque_type) n = Py_SIZE(o); /* a deque's ob_size is its length */
+        if (n >= floor && PyList_Append(out, o) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* report_containers(flags, walk_ns, items): items are tuples (container_id, kind, entries,
+   container, name, owner_type, key_types, value_types, newest entries (tuple)). */
+static PyObject *report_containers(PyObject *m, PyObject *args) {
+    (void)m;
+    unsigned int flags;
+    unsigned long long walk_ns;
+    PyObject *items;
+    if (!PyArg_ParseTuple(args, "IKO!", &flags, &walk_ns, &PyList_Type, &items)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    int native = native_has(offsetof(growtrace_py_api, container_walk)) && g_native->container_walk;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PyList_GET_ITEM(items, i);
+        unsigned long long cid, entries;
+        unsigned int kind;
+        PyObject *container, *name, *owner, *keys, *values, *newest;
+        if (!PyArg_ParseTuple(it, "KIKOUUUUO!", &cid, &kind, &entries, &container, &name, &owner, &keys,
+                              &values, &PyTuple_Type, &newest))
+            return NULL;
+        uintptr_t blocks[16];
+        size_t nblocks = 0;
+        for (Py_ssize_t e = 0; e < PyTuple_GET_SIZE(newest) && nblocks < 16; e++)
+            blocks[nblocks++] = block_of(PyTuple_GET_ITEM(newest, e));
+        Py_ssize_t ln, lo, lk, lv;
+        growtrace_py_container c = {0};
+        c.size = sizeof c;
+        c.kind = kind;
+        c.container_id = cid;
+        c.entries = entries;
+        c.table = table_of(container);
+        c.entry_blocks = blocks;
+        c.entry_block_count = nblocks;
+        c.name = utf8_or_empty(name, &ln);
+        c.name_len = (size_t)ln;
+        c.owner_type = utf8_or_empty(owner, &lo);
+        c.owner_type_len = (size_t)lo;
+        c.key_types = utf8_or_empty(keys, &lk);
+        c.key_types_len = (size_t)lk;
+        c.value_types = utf8_or_empty(values, &lv);
+        c.value_types_len = (size_t)lv;
+        if (native) {
+            g_native->container_walk(flags, walk_ns, &c, 1);
+        } else if (g_log_fd >= 0) {
+            char line[1024];
+            Buf b = {line, 0, sizeof line, 0};
+            log_begin(&b, "container");
+            buf_printf(&b, ",\"id\":%llu,\"kind\":%u,\"entries\":%llu,\"flags\":%u,\"table\":%d,\"name\":", cid,
+                       kind, entries, flags, c.table != 0);
+            buf_json(&b, c.name, c.name_len);
+            buf_puts(&b, ",\"owner\":");
+            buf_json(&b, c.owner_type, c.owner_type_len);
+            log_end(&b);
+        }
+    }
+    PyErr_Clear();
     Py_RETURN_NONE;
 }
 
@@ -983,6 +1187,9 @@ static PyMethodDef methods[] = {
     {"hook_new_caches", hook_new_caches, METH_VARARGS, NULL},
     {"unhook_new_caches", unhook_new_caches, METH_NOARGS, NULL},
     {"process_exiting", process_exiting, METH_NOARGS, NULL},
+    {"set_walker", set_walker, METH_VARARGS, NULL},
+    {"report_containers", report_containers, METH_VARARGS, NULL},
+    {"large_containers", large_containers, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

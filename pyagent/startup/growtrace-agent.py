@@ -198,6 +198,21 @@ def install(ext, log_path, agent_path, api=0, attached=False):
         except Exception:
             continue
 
+    walk = None
+    if os_environ_flag("GROWTRACE_CONTAINERS", True):
+        def excluded_ids():
+            ids = {id(live), id(patched_globals)}
+            for _ref, args, _names in list(live.values()):
+                ids.add(id(args[0]))
+            return ids
+        walk = container_walker(ext, sys, gc, module_type, excluded_ids)
+        ext.set_walker(walk, os_environ_float("GROWTRACE_CONTAINER_PERIOD", 0.25), 0.01)
+
+        def final_walk():
+            ext.set_walker(None)
+            walk(WALK_FINAL | WALK_HEAP_PASS)
+        atexit.register(final_walk)  # before process_exiting (LIFO): the state left behind
+
     if attached:
         def on_new_cache(wrapper, probe, cache_dict, user_function, maxsize, typed):
             register(wrapper, probe, cache_dict, user_function, maxsize, typed)
@@ -218,6 +233,10 @@ def install(ext, log_path, agent_path, api=0, attached=False):
             except ValueError:
                 pass  # the program emptied gc.callbacks
             atexit.unregister(ext.process_exiting)
+            if walk is not None:
+                ext.set_walker(None)
+                atexit.unregister(final_walk)
+                walk()  # a last measure of what grew while attached
             for ref, _args, _names in list(live.values()):
                 wrapper = ref()
                 if wrapper is not None:
@@ -253,6 +272,20 @@ def install(ext, log_path, agent_path, api=0, attached=False):
     import os
     os.register_at_fork(after_in_child=after_fork_in_child)
     return features
+
+
+def os_environ_flag(name, default):
+    import os
+    value = os.environ.get(name)
+    return default if value is None else value not in ("0", "", "no", "false")
+
+
+def os_environ_float(name, default):
+    import os
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
 
 
 def module_bindings(sys, module_type, module_names, own_classes_only):
@@ -350,3 +383,296 @@ def assignment_line(filename, name):
     except (OSError, ValueError):
         pass
     return 0
+
+
+# Container walks (docs/containers.md): every so often, on a program thread, the agent measures
+# the dicts, lists, sets and deques (and the `data` of weakref's dictionaries and sets) that a
+# path from a module reaches, and, every HEAP_PASS_EVERY walks, the large ones in the whole
+# heap that no such path reaches, named by what owns them. Each walk reports the big ones and
+# every one it reported before. Nothing is held between walks but ids and names, no method of
+# the program's objects is called (each container is read through its built-in type's own
+# functions), and nothing raises into the program.
+CONTAINER_FLOOR = 64         # entries below which a container is not worth reporting
+HEAP_FLOOR = 256             # ... nor, for one no module path reaches, looking for its owner
+MAX_NEW_PER_WALK = 32
+MAX_TRACKED = 256
+MAX_DEPTH = 3                # module global / class attribute / instance attribute / ...
+HEAP_PASS_EVERY = 1
+NEWEST = 2                   # newest entries whose types (and blocks) each record names
+WALK_HEAP_PASS = 1
+WALK_FINAL = 2
+KIND_DICT, KIND_LIST, KIND_SET, KIND_DEQUE = 1, 2, 3, 4
+WEAK_KINDS = {("weakref", "WeakValueDictionary"): 5, ("weakref", "WeakKeyDictionary"): 6,
+              ("_weakrefset", "WeakSet"): 7}
+
+
+def base_kind(kind):
+    # The built-in container holding the entries (a weakref wrapper's `data`).
+    return kind if kind <= KIND_DEQUE else (KIND_SET if kind == 7 else KIND_DICT)
+
+
+def container_walker(ext, sys, gc, module_type, excluded_ids):
+    # Returns walk(flags=0): one walk, reported through ext.report_containers.
+    import time
+    from _collections import deque as deque_type
+    HEAPTYPE = 1 << 9
+    type_attrs = type.__dict__
+    get_qualname = type_attrs["__qualname__"].__get__
+    get_module = type_attrs["__module__"].__get__
+    get_type_dict = type_attrs["__dict__"].__get__
+    get_flags = type_attrs["__flags__"].__get__
+    get_mro = type_attrs["__mro__"].__get__
+    get_module_dict = module_type.__dict__["__dict__"].__get__
+    getset_type = type(type_attrs["__dict__"])
+    cell_type = type((lambda: walk).__closure__[0])
+    function_type = type(container_walker)
+    lengths = {KIND_DICT: dict.__len__, KIND_LIST: list.__len__, KIND_SET: set.__len__,
+               KIND_DEQUE: deque_type.__len__}
+    tracked = {}        # key (name, or ("heap", id)) -> container id
+    heap_names = {}     # id of a container no module path reaches -> (name, owner type, kind)
+    dict_getter = {}    # class -> its instances' __dict__ descriptor (None: none, or not plain)
+    walks = [0]
+
+    def type_name(t):
+        try:
+            module, qualname = get_module(t), get_qualname(t)
+        except Exception:
+            return "?"
+        return qualname if module == "builtins" else f"{module}.{qualname}"
+
+    def kind_of(t):
+        if issubclass(t, dict):
+            return KIND_DICT
+        if issubclass(t, list):
+            return KIND_LIST
+        if issubclass(t, set):
+            return KIND_SET
+        if issubclass(t, deque_type):
+            return KIND_DEQUE
+        return 0
+
+    SKIP, CLASS, INSTANCE = 0, 10, 11
+    categories = {}     # type -> what a walk does with its instances (SKIP, a kind, CLASS, INSTANCE)
+
+    def category_of(t):
+        kind = kind_of(t)
+        if kind:
+            return kind
+        if issubclass(t, type):
+            return CLASS
+        if issubclass(t, module_type) or not get_flags(t) & HEAPTYPE:
+            return SKIP
+        return INSTANCE
+
+    def instance_dict(obj):
+        # The instance's own __dict__, only through the C descriptor CPython gives classes.
+        t = type(obj)
+        getter = dict_getter.get(t, 0)
+        if getter == 0:
+            getter = None
+            for base in get_mro(t):
+                attr = get_type_dict(base).get("__dict__")
+                if attr is not None:
+                    getter = attr.__get__ if type(attr) is getset_type else None
+                    break
+            dict_getter[t] = getter
+        if getter is None:
+            return None
+        d = getter(obj)
+        return d if type(d) is dict else None
+
+    def weak_kind(t):
+        try:
+            return WEAK_KINDS.get((get_module(t), get_qualname(t)), 0)
+        except Exception:
+            return 0
+
+    def newest(obj, kind):
+        # (key types, value types, newest objects), newest first; a dict keeps insertion order.
+        keys, values, objects = [], [], []
+        try:
+            if kind == KIND_DICT:
+                for i, (k, v) in enumerate(reversed(dict.items(obj))):
+                    if i == NEWEST:
+                        break
+                    keys.append(type_name(type(k)))
+                    values.append(type_name(type(v)))
+                    objects += (k, v)
+            elif kind == KIND_LIST:
+                for v in reversed(list.__getitem__(obj, slice(-NEWEST, None))):
+                    values.append(type_name(type(v)))
+                    objects.append(v)
+            elif kind == KIND_DEQUE:
+                for i in range(1, min(NEWEST, deque_type.__len__(obj)) + 1):
+                    v = deque_type.__getitem__(obj, -i)
+                    values.append(type_name(type(v)))
+                    objects.append(v)
+            else:
+                for i, v in enumerate(set.__iter__(obj)):
+                    if i == NEWEST:
+                        break
+                    values.append(type_name(type(v)))
+                    objects.append(v)
+        except Exception:
+            pass
+        return "\0".join(keys), "\0".join(values), tuple(objects)
+
+    def module_pass(found, own):
+        seen = set(own)
+
+        def note(obj, name, owner, kind):
+            if id(obj) in found or id(obj) in excluded:
+                return
+            n = lengths[base_kind(kind)](obj)
+            found[id(obj)] = (obj, name, owner, kind, n)
+
+        def visit(value, path, owner, depth, module_name):
+            t = type(value)
+            category = categories.get(t)
+            if category is None:
+                category = categories[t] = category_of(t)
+            if category == SKIP:
+                return
+            if category <= KIND_DEQUE:
+                note(value, path, owner, category)
+                return
+            if depth >= MAX_DEPTH or id(value) in seen:
+                return
+            if category == CLASS:
+                attrs = get_type_dict(value)
+                if attrs.get("__module__") != module_name:
+                    return  # a class is walked where it is defined, not where it is imported
+                seen.add(id(value))
+                class_name = type_name(value)
+                for attr, v in list(attrs.items()):
+                    visit(v, f"{path}.{attr}", class_name, depth + 1, module_name)
+                return
+            seen.add(id(value))
+            d = instance_dict(value)
+            if d is None:
+                return
+            weak = weak_kind(t)
+            if weak:
+                data = d.get("data")
+                if type(data) in (dict, set):
+                    note(data, path, type_name(t), weak)
+                return
+            owner = type_name(t)
+            for attr, v in list(d.items()):
+                visit(v, f"{path}.{attr}", owner, depth + 1, module_name)
+
+        excluded = excluded_ids()
+        modules = list(sys.modules.items())
+        # A script's names last: what it imported is named where it is defined.
+        modules.sort(key=lambda item: item[0] == "__main__")
+        for module_name, module in modules:
+            if not isinstance(module_name, str) or not issubclass(type(module), module_type):
+                continue
+            try:
+                globals_ = get_module_dict(module)
+                seen.add(id(globals_))
+                for key, value in list(globals_.items()):
+                    visit(value, f"{module_name}.{key}", module_name, 0, module_name)
+            except Exception:
+                continue
+        visit = note = None  # visit's cell refers to itself: no cycle may keep `seen` alive
+        return seen
+
+    def owner_of(obj, own):
+        # (name, owner type) of a container no module path reaches, from what refers to it:
+        # an instance (or its __dict__), or a closure's cell.
+        own = own | {id(obj)}
+        for ref in gc.get_referrers(obj):
+            if id(ref) in own:
+                continue
+            t = type(ref)
+            if t is cell_type:
+                for holder in gc.get_referrers(ref):
+                    if type(holder) is tuple and id(holder) not in own:
+                        for fn in gc.get_referrers(holder):
+                            if type(fn) is function_type and fn.__closure__ is holder:
+                                code = fn.__code__
+                                var = code.co_freevars[holder.index(ref)] if ref in holder else "?"
+                                where = f"{fn.__module__}.{fn.__qualname__}"
+                                return f"<closure of {where}>.{var}", where
+                return "<closure cell>", "cell"
+            if t is dict:
+                for holder in gc.get_referrers(ref):
+                    if id(holder) in own or type(holder) is dict:
+                        continue
+                    if get_flags(type(holder)) & HEAPTYPE and instance_dict(holder) is ref:
+                        return named_attribute(holder, ref, obj)
+                continue
+            if get_flags(t) & HEAPTYPE and not issubclass(t, type):
+                d = instance_dict(ref)
+                if d is not None:
+                    return named_attribute(ref, d, obj)
+        return f"<unreached {type_name(type(obj))}>", ""
+
+    def named_attribute(holder, attrs, obj):
+        owner = type_name(type(holder))
+        for attr, v in list(attrs.items()):
+            if v is obj:
+                return f"<{owner} instance>.{attr}", owner
+        return f"<{owner} instance>", owner
+
+    def heap_pass(found, own):
+        # Large containers that no module path reached, named by their owner the first time.
+        excluded = excluded_ids()
+        objects = gc.get_objects()
+        own = own | {id(objects)}
+        large = ext.large_containers(objects, deque_type, HEAP_FLOOR)
+        del objects
+        own.add(id(large))
+        present = {id(obj) for obj in large}
+        own.add(id(present))
+        for key in [key for key in heap_names if key not in present]:
+            heap_names.pop(key)  # gone, or emptied below the floor (its id may be another's)
+        for obj in large:
+            t = type(obj)
+            key = id(obj)
+            if key in found or key in own or key in excluded:
+                continue
+            kind = kind_of(t)
+            n = lengths[kind](obj)
+            named = heap_names.get(key)
+            if named is None or named[2] != kind:
+                if len(heap_names) >= MAX_TRACKED:
+                    continue
+                name, owner = owner_of(obj, own)
+                named = heap_names[key] = (name, owner, kind)
+            found[key] = (obj, named[0], named[1], kind, n)
+        del large
+
+    def walk(flags=0):
+        began = time.thread_time_ns()
+        walks[0] += 1
+        if walks[0] % HEAP_PASS_EVERY == 0:
+            flags |= WALK_HEAP_PASS
+        found = {}
+        own = {id(found), id(tracked), id(heap_names), id(dict_getter)}
+        seen = module_pass(found, own)
+        own |= {id(seen)}
+        if flags & WALK_HEAP_PASS:
+            heap_pass(found, own)
+        items, new = [], []
+        for key_id, (obj, name, owner, kind, n) in found.items():
+            key = name if key_id not in heap_names else ("heap", key_id)
+            if key in tracked:
+                items.append((tracked[key], obj, name, owner, kind, n))
+            elif n >= CONTAINER_FLOOR:
+                new.append((n, key, obj, name, owner, kind))
+        new.sort(key=lambda entry: -entry[0])
+        for n, key, obj, name, owner, kind in new[:MAX_NEW_PER_WALK]:
+            if len(tracked) >= MAX_TRACKED:
+                break
+            tracked[key] = cid = len(tracked) + 1
+            items.append((cid, obj, name, owner, kind, n))
+        records = []
+        for cid, obj, name, owner, kind, n in items:
+            keys, values, objects = newest(obj, base_kind(kind))
+            records.append((cid, kind, n, obj, name[:200], owner[:200], keys, values, objects))
+        del found, items, new, seen
+        ext.report_containers(flags, time.thread_time_ns() - began, records)
+
+    return walk

@@ -397,6 +397,31 @@ TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
     EXPECT_EQ(callbacks_runs, (std::vector<unsigned>{0, 1, 0, 1, 0}));
 }
 
+// A module-level dict keyed on request ids that grows while attached: the agent's walks run in
+// the attached process too, and name it by its path.
+TEST_P(AttachPython, GrowingModuleDictIsNamedWhileAttached) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    ScratchDir dir;
+    Service service(dir, {py.python, kPythonPrograms + "containers.py", "--case", "request_cache", "--count", "400000",
+                          "--print-ticks"});
+    ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--full", "-o", dir / "c.gtrace", "--duration", "4"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    ASSERT_TRUE(service.alive());
+    nlohmann::json json = analyze_json(dir, dir / "c.gtrace");
+    bool named = false;
+    for (const nlohmann::json& f : findings_of_kind(json, "container_growth")) {
+        if (f["container"]["name"] != "__main__._RESPONSES") continue;
+        named = true;
+        EXPECT_TRUE(has_frame(f["container"]["inserted_from"], "store_response", "containers.py",
+                              python_mark("containers.py", "response_store")))
+            << f["container"]["inserted_from"].dump();
+    }
+    EXPECT_TRUE(named) << json["findings"].dump().substr(0, 2000) << json["containers"].dump().substr(0, 2000);
+    service.stop();
+}
+
 INSTANTIATE_TEST_SUITE_P(Interpreters, AttachPython, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
 // openai #2672 attached after start-up, sampled as attach does by default (512K), on every

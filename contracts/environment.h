@@ -25,6 +25,8 @@ inline constexpr char kPythonPathOrig[] = "GROWTRACE_PYTHONPATH_ORIG";
 inline constexpr char kPyagentExt[] = "GROWTRACE_PYAGENT_EXT";
 inline constexpr char kPyagentLog[] = "GROWTRACE_PYAGENT_LOG";
 inline constexpr char kPyagent[] = "GROWTRACE_PYAGENT";
+inline constexpr char kContainers[] = "GROWTRACE_CONTAINERS";
+inline constexpr char kContainerPeriod[] = "GROWTRACE_CONTAINER_PERIOD";
 // The `growtrace` command's own.
 inline constexpr char kPreload[] = "GROWTRACE_PRELOAD";
 inline constexpr char kPyagentDir[] = "GROWTRACE_PYAGENT_DIR";
@@ -67,6 +69,10 @@ inline constexpr Variable kVariables[] = {
     {kPyagentLog, "JSON-lines log of the agent's records (no tracer needed)", "pyagent/tests", "sitecustomize.py",
      false},
     {kPyagent, "0: the agent does not start (sitecustomize is still chained)", "the user", "sitecustomize.py", false},
+    {kContainers, "0: the agent does not walk the program's containers (default 1, docs/containers.md)",
+     "the user, benchmarks", "growtrace-agent.py", false},
+    {kContainerPeriod, "least seconds between two container walks (default 0.25)", "the user, tests",
+     "growtrace-agent.py", false},
     {kPreload, "path of libgrowtrace.so (default <dir of growtrace>/../lib/libgrowtrace.so)", "the user, tests",
      "growtrace (paths.cpp)", false},
     {kPyagentDir, "directory of the CPython agent (default beside the library)", "the user, tests",

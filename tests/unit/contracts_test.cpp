@@ -149,9 +149,9 @@ TEST(Environment, NamedVariablesIgnoresAPrefixAlone) {
               std::set<std::string>{"GROWTRACE_OUTPUT"});
 }
 
-// The agent (pyagent/startup/growtrace-agent.py) spells the cache and feature flags of
-// pyagent/include/growtrace_py_api.h again: every NAME = N it defines must be the header's
-// GROWTRACE_PY_NAME.
+// The agent (pyagent/startup/growtrace-agent.py) spells the cache, feature and walk flags of
+// pyagent/include/growtrace_py_api.h again: every CACHE_*, FEATURE_* or WALK_* = N it defines
+// must be the header's GROWTRACE_PY_NAME (its other constants are its own settings).
 TEST(AgentFlags, ThePythonAgentUsesTheValuesOfTheCHeader) {
     const std::map<std::string, unsigned> header{
         {"CACHE_TYPED", GROWTRACE_PY_CACHE_TYPED},
@@ -159,9 +159,11 @@ TEST(AgentFlags, ThePythonAgentUsesTheValuesOfTheCHeader) {
         {"CACHE_METHOD", GROWTRACE_PY_CACHE_METHOD},
         {"FEATURE_NATIVE_TYPE_HOOK", GROWTRACE_PY_FEATURE_NATIVE_TYPE_HOOK},
         {"FEATURE_CACHE_SIZE_POLL", GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL},
-        {"FEATURE_DICT_HOOK", GROWTRACE_PY_FEATURE_DICT_HOOK}};
+        {"FEATURE_DICT_HOOK", GROWTRACE_PY_FEATURE_DICT_HOOK},
+        {"WALK_HEAP_PASS", GROWTRACE_PY_WALK_HEAP_PASS},
+        {"WALK_FINAL", GROWTRACE_PY_WALK_FINAL}};
     const std::string agent = read_file(fs::path(GROWTRACE_SOURCE_DIR) / "pyagent/startup/growtrace-agent.py");
-    const std::regex constant("^([A-Z][A-Z_]*) = ([0-9]+)$", std::regex::multiline);
+    const std::regex constant("^((?:CACHE|FEATURE|WALK)_[A-Z_]*) = ([0-9]+)$", std::regex::multiline);
     std::set<std::string> found;
     for (auto it = std::sregex_iterator(agent.begin(), agent.end(), constant); it != std::sregex_iterator(); ++it) {
         auto flag = header.find((*it)[1].str());
@@ -169,7 +171,8 @@ TEST(AgentFlags, ThePythonAgentUsesTheValuesOfTheCHeader) {
         EXPECT_EQ(std::stoul((*it)[2].str()), flag->second) << flag->first;
         found.insert(flag->first);
     }
-    EXPECT_TRUE(found.contains("CACHE_TYPED") && found.contains("CACHE_PREEXISTING")) << "the scan reads the agent";
+    EXPECT_TRUE(found.contains("CACHE_TYPED") && found.contains("CACHE_PREEXISTING") && found.contains("WALK_FINAL"))
+        << "the scan reads the agent";
 }
 
 }  // namespace

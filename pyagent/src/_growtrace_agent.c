@@ -928,6 +928,25 @@ static long long thread_cpu_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* Calls callable(arg) (or callable() when arg is NULL) with the library told that what is
+   allocated meanwhile is the agent's own work, not the program's: it records none of it. */
+static PyObject *call_as_own_work(PyObject *callable, PyObject *arg) {
+    int own = native_has(offsetof(growtrace_py_api, own_work)) && g_native->own_work;
+    int was_own = own ? g_native->own_work(1) : 0;
+    PyObject *r = arg ? PyObject_CallOneArg(callable, arg) : PyObject_CallNoArgs(callable);
+    if (own) g_native->own_work(was_own);
+    return r;
+}
+
+/* own_work(callable, arg): the final walk and the walk at detach, made from Python, are the
+   agent's own work as much as the walks run from here. */
+static PyObject *own_work_call(PyObject *m, PyObject *args) {
+    (void)m;
+    PyObject *callable, *arg;
+    if (!PyArg_ParseTuple(args, "OO", &callable, &arg)) return NULL;
+    return call_as_own_work(callable, arg);
+}
+
 static void run_walk(void) {
     if (!g_walker || g_in_walk) return;
     g_in_walk = 1;
@@ -935,11 +954,7 @@ static void run_walk(void) {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb); /* the program's exception in flight, if any, is kept */
     PyObject *walker = Py_NewRef(g_walker);
-    /* The walk's own allocations are not the program's: the library does not record them. */
-    int own = native_has(offsetof(growtrace_py_api, own_work)) && g_native->own_work;
-    int was_own = own ? g_native->own_work(1) : 0;
-    PyObject *r = PyObject_CallNoArgs(walker);
-    if (own) g_native->own_work(was_own);
+    PyObject *r = call_as_own_work(walker, NULL);
     Py_DECREF(walker);
     Py_XDECREF(r);
     PyErr_Clear();
@@ -1188,6 +1203,7 @@ static PyMethodDef methods[] = {
     {"unhook_new_caches", unhook_new_caches, METH_NOARGS, NULL},
     {"process_exiting", process_exiting, METH_NOARGS, NULL},
     {"set_walker", set_walker, METH_VARARGS, NULL},
+    {"own_work", own_work_call, METH_VARARGS, NULL},
     {"report_containers", report_containers, METH_VARARGS, NULL},
     {"large_containers", large_containers, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

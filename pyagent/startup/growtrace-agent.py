@@ -210,7 +210,7 @@ def install(ext, log_path, agent_path, api=0, attached=False):
 
         def final_walk():
             ext.set_walker(None)
-            walk(WALK_FINAL | WALK_HEAP_PASS)
+            ext.own_work(walk, WALK_FINAL | WALK_HEAP_PASS)  # its allocations are not the program's
         atexit.register(final_walk)  # before process_exiting (LIFO): the state left behind
 
     if attached:
@@ -236,7 +236,7 @@ def install(ext, log_path, agent_path, api=0, attached=False):
             if walk is not None:
                 ext.set_walker(None)
                 atexit.unregister(final_walk)
-                walk()  # a last measure of what grew while attached
+                ext.own_work(walk, 0)  # a last measure of what grew while attached
             for ref, _args, _names in list(live.values()):
                 wrapper = ref()
                 if wrapper is not None:

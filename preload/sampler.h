@@ -92,7 +92,7 @@ bool live_samples_remove(uint64_t addr);
 bool live_samples_contains(uint64_t addr);
 uint64_t live_samples_count();
 
-// Sets the mode before tracing starts (recorder_start, attach): 0 = full. Sampled mode maps
+// Sets the mode before tracing starts (TraceSession::begin, for every origin): 0 = full. Sampled mode maps
 // the filter and the table (and empties them); returns false if they cannot be mapped, and
 // the mode is then full.
 bool sampler_configure(uint64_t period);

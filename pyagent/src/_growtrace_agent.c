@@ -932,9 +932,13 @@ static long long thread_cpu_ns(void) {
    allocated meanwhile is the agent's own work, not the program's: it records none of it. */
 static PyObject *call_as_own_work(PyObject *callable, PyObject *arg) {
     int own = native_has(offsetof(growtrace_py_api, own_work)) && g_native->own_work;
+    /* No collection may start inside: what it frees is the program's, and the library records
+       nothing while the agent works. */
+    int gc_was_enabled = PyGC_Disable();
     int was_own = own ? g_native->own_work(1) : 0;
     PyObject *r = arg ? PyObject_CallOneArg(callable, arg) : PyObject_CallNoArgs(callable);
     if (own) g_native->own_work(was_own);
+    if (gc_was_enabled) PyGC_Enable();
     return r;
 }
 

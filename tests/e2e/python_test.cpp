@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "e2e_support.h"
+#include "format/trace_format.h"
 #include "report_view.h"
 
 namespace growtrace::e2e {
@@ -313,7 +314,7 @@ TEST_P(PythonModes, BoundedCacheShowsEveryMissWhetherCountedOrWritten) {
     const int misses = std::stoi(run.out.substr(at + 7));
     EXPECT_EQ(misses, 30000);
     json report = analyze_json(dir, trace);
-    EXPECT_EQ(report["trace_format_version"], sampled() ? 4 : 3);
+    EXPECT_EQ(report["trace_format_version"], sampled() ? format::kSampledVersion : format::kFullVersion);
     EXPECT_TRUE(findings_of_kind(report, "cache_growth").empty()) << report["findings"].dump().substr(0, 2000);
     bool seen = false;
     for (const json& c : report["caches"]) {
@@ -428,9 +429,10 @@ TEST_P(PythonModes, ClassesOnlyFullCollectionsFreeAreNotGrowth) {
     ASSERT_EQ(types.size(), 1u) << kept["findings"].dump().substr(0, 2000);
     EXPECT_EQ(types[0]["type"]["name"], "__main__.Schema");
     EXPECT_EQ(types[0]["type"]["live_at_end"], 1500);
-    if (!sampled() && py.name != "3.11-static")  // the static build reports classes without their stack
+    if (!sampled() && py.name != "3.11-static") {  // the static build reports classes without their stack
         EXPECT_TRUE(has_frame(types[0]["frames"], "make_schema", "gc_class_factory.py", schema_line))
             << types[0]["frames"].dump();
+    }
 }
 
 // Nothing after the shutdown mark decides a verdict, and a cache emptied at the very end of the

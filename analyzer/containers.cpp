@@ -11,7 +11,6 @@ namespace {
 
 // A container's series keeps about this many points: past twice as many, every other one goes.
 constexpr size_t kMaxContainerPoints = 2048;
-constexpr int kMinGrowingQuarters = 3;
 constexpr size_t kMaxTypeNames = 4;
 constexpr size_t kMaxStacks = 8;
 constexpr double kMaxContainerFall = 0.1;

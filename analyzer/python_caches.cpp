@@ -27,9 +27,6 @@ constexpr size_t kMaxExampleKeys = 3;
 constexpr size_t kMaxCandidateKeys = 64;
 static_assert(kMaxCandidateKeys == format::kSampledKeyDescriptionsPerCache);
 constexpr int kQuarters = 4;
-// A finding needs growth in at least this many of the four quarters of its active span, and
-// the latest growth in its second half: a cache that only fills at start-up is not one.
-constexpr int kMinGrowingQuarters = 3;
 
 }  // namespace
 

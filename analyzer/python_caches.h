@@ -37,6 +37,10 @@ struct GrowthShape {
     double growth = 0;
 };
 GrowthShape quarters(const std::vector<Step>& steps, double initial, double begin, double end);
+// A count (cache or container entries) is growing when it grew in at least this many of the
+// four quarters of its active span, the latest growth in its second half: one that only fills
+// at start-up is not.
+inline constexpr int kMinGrowingQuarters = 3;
 // The lowest count in each quarter of [begin, end] (0 before the series starts).
 std::vector<double> quarter_floors(const std::vector<Step>& steps, double begin, double end);
 

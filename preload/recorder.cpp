@@ -221,7 +221,8 @@ struct CapturedStack {
     int py_count = 0;
 
     void capture(uint64_t skip_begin = 0, uint64_t skip_end = 0) {
-        depth = capture_stack(ips, kMaxFrames);
+        ThreadState* ts = my_state();
+        depth = ts ? capture_stack(ips, kMaxFrames, ts->unwinding) : 0;
         int skip = 0;
         while (skip < depth && ips[skip] >= skip_begin && ips[skip] < skip_end) ++skip;
         if (skip) {

@@ -142,8 +142,25 @@ void thread_registry_reset(SessionOrigin origin) {
     unlock(&g_late);
 }
 
-void thread_registry_prepare_fork() { pthread_mutex_lock(&g_registry_mutex); }
-void thread_registry_parent_after_fork() { pthread_mutex_unlock(&g_registry_mutex); }
-void thread_registry_child_after_fork() { pthread_mutex_unlock(&g_registry_mutex); }
+void thread_registry_prepare_fork() {
+    pthread_mutex_lock(&g_registry_mutex);
+    unwinder_close_for_fork();
+    // The forking thread's own count is not waited for: it is not unwinding, unless it forks
+    // from a signal handler that interrupted a capture, which resumes after the fork.
+    ThreadState* mine = t_state;
+    for (ThreadState* ts = g_threads; ts; ts = ts->next)
+        if (ts != mine) unwinder_wait_for(ts->unwinding);
+    unwinder_wait_for(g_late.unwinding);
+}
+
+void thread_registry_parent_after_fork() {
+    unwinder_open_after_fork();
+    pthread_mutex_unlock(&g_registry_mutex);
+}
+
+void thread_registry_child_after_fork() {
+    unwinder_open_after_fork();
+    pthread_mutex_unlock(&g_registry_mutex);
+}
 
 }  // namespace growtrace::preload

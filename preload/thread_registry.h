@@ -21,6 +21,7 @@ namespace growtrace::preload {
 
 struct ThreadState {
     std::atomic<bool> busy{false};  // held by the owner while writing, by the writer while taking
+    std::atomic<int> unwinding{0};  // native stack captures under way (unwinder.h: fork waits)
     bool exited = false;
     // A free was recorded that the thread may take back (FreeBeforeResize): the writer leaves
     // its buffer until it is settled.
@@ -84,13 +85,17 @@ inline void unlock(ThreadState* ts) { ts->busy.store(false, std::memory_order_re
 // Registers the calling thread. nullptr if there is no memory for its state.
 ThreadState* new_thread_state();
 
-// The calling thread's state, locked. nullptr if none can be had.
-inline ThreadState* lock_my_state() {
+// The calling thread's state (made by its first event). nullptr if none can be had.
+inline ThreadState* my_state() {
     ThreadState* ts = t_state;
     if (ts == nullptr) ts = t_state = new_thread_state();
-    if (ts == kThreadGone) ts = &g_late;
-    if (!ts) return nullptr;
-    lock(ts);
+    return ts == kThreadGone ? &g_late : ts;
+}
+
+// The calling thread's state, locked. nullptr if none can be had.
+inline ThreadState* lock_my_state() {
+    ThreadState* ts = my_state();
+    if (ts) lock(ts);
     return ts;
 }
 
@@ -107,6 +112,8 @@ void thread_registry_collect(void (*take)(Buffer*));
 // exists: the others' states (maybe locked mid-event) are dropped.
 void thread_registry_reset(SessionOrigin origin);
 
+// Takes the registry's lock and waits for the captures under way in other threads
+// (unwinder.h); the unwinder stays closed until after the fork.
 void thread_registry_prepare_fork();
 void thread_registry_parent_after_fork();
 void thread_registry_child_after_fork();

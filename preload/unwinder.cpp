@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <ctime>
 
 #include "preload/descriptors.h"
 #include "preload/got_patcher.h"
@@ -126,19 +127,34 @@ bool unwinder_init() {
     }
     // Before libunwind initialises (below), when it makes its pipe.
     redirect_unwinder_descriptors(reinterpret_cast<void*>(g_backtrace));
-    // Per-thread caching keeps unwinding lock-free across threads (UNW_CACHE_PER_THREAD = 2).
+    // Per-thread caching would keep unwinding free of libunwind's global cache lock, which
+    // every step otherwise takes (UNW_CACHE_PER_THREAD = 2). A libunwind built without
+    // thread-local storage (Debian 12's) keeps the global cache and its lock.
     if (set_policy && address_space) set_policy(*address_space, 2);
     dl_iterate_phdr(find_self, reinterpret_cast<void*>(&unwinder_init));
     return true;
 }
 
+namespace {
+std::atomic<bool> g_closed_for_fork{false};
+constexpr int kForkWaitPolls = 20000;  // of 50 us: about a second
+}  // namespace
+
 // Our own frames are dropped wherever they are: the hooks at the innermost end, and
 // main_then_exiting (hooks.cpp), which runs the program's main, at the outermost.
-int capture_stack(uint64_t* ips, int max_frames) {
+int capture_stack(uint64_t* ips, int max_frames, std::atomic<int>& in_progress) {
+    // Counted before the check (both sequentially consistent): a fork that closes the
+    // unwinder after this thread's check sees the count and waits for it.
+    in_progress.fetch_add(1);
+    if (g_closed_for_fork.load()) {
+        in_progress.fetch_sub(1);
+        return 0;
+    }
     void* raw[kMaxFrames + 8];
     int saved_errno = errno;  // the program's, which a successful malloc leaves alone
     int n = g_backtrace(raw, kMaxFrames + 8);
     errno = saved_errno;
+    in_progress.fetch_sub(1, std::memory_order_release);
     int count = 0;
     for (int i = 0; i < n && count < max_frames; ++i) {
         auto ip = reinterpret_cast<uintptr_t>(raw[i]);
@@ -147,5 +163,16 @@ int capture_stack(uint64_t* ips, int max_frames) {
     }
     return count;
 }
+
+void unwinder_close_for_fork() { g_closed_for_fork.store(true); }
+
+void unwinder_wait_for(const std::atomic<int>& in_progress) {
+    for (int i = 0; i < kForkWaitPolls && in_progress.load(); ++i) {
+        timespec pause{0, 50000};
+        nanosleep(&pause, nullptr);
+    }
+}
+
+void unwinder_open_after_fork() { g_closed_for_fork.store(false, std::memory_order_release); }
 
 }  // namespace growtrace::preload

@@ -4,6 +4,7 @@
 // the traced program.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace growtrace::preload {
@@ -14,7 +15,19 @@ inline constexpr int kMaxFrames = 128;
 bool unwinder_init();
 
 // Fills ips with return addresses, innermost first, skipping the tracer's own frames.
-// Returns the number of frames stored.
-int capture_stack(uint64_t* ips, int max_frames);
+// Returns the number of frames stored. `in_progress` is the calling thread's count of
+// captures under way (ThreadState::unwinding), which a fork waits for: see below.
+int capture_stack(uint64_t* ips, int max_frames, std::atomic<int>& in_progress);
+
+// A thread inside libunwind at the moment of a fork may hold one of libunwind's locks (or the
+// loader's, in dl_iterate_phdr); in the child that lock stays held for ever and the child's
+// first capture waits for it. So a fork closes the unwinder (captures started from then on do
+// without native frames: the program's threads never wait for a fork of ours), waits for the
+// captures under way to end, and opens it again in both processes.
+void unwinder_close_for_fork();
+// Until `in_progress` is zero (bounded: a thread stopped for a long time is not waited for
+// beyond a second).
+void unwinder_wait_for(const std::atomic<int>& in_progress);
+void unwinder_open_after_fork();
 
 }  // namespace growtrace::preload

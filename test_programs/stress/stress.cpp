@@ -8,6 +8,9 @@
 //                                block each (thread_keep) and exit, PER_ROUND at a time
 //   fork CHILDREN                4 threads allocate while the main thread forks CHILDREN
 //                                children; each child allocates, frees and exits 0
+//   fork-cold CHILDREN           as fork, but the 4 threads allocate from 4096 call sites in
+//                                turn: more than a stack unwinder's caches hold, so a tracer's
+//                                captures keep taking its slow path (and its locks)
 //   fork-exec SELF               a thread allocates while the main thread forks a child that
 //                                execs SELF exec-child
 //   exec-child                   keeps 100 x 1000 bytes (exec_child_keep), prints, exits 0
@@ -57,7 +60,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -147,24 +152,49 @@ int wait_child(pid_t pid, int seconds) {
     }
 }
 
-int mode_fork(int children) {
+// Waits for a forked child (at most 10 s); false, with a line, if it failed or hung.
+bool child_succeeded(const char* mode, int c, pid_t pid) {
+    int status = wait_child(pid, 10);
+    if (status == 0) return true;
+    printf("%s: child %d ended with %d%s\n", mode, c, status, status < 0 ? " (hung, killed)" : "");
+    fflush(stdout);  // or the next child would inherit the line and print it again
+    return false;
+}
+
+// 4096 functions, each its own call site of malloc and its own return address.
+template <int N>
+__attribute__((noinline)) void alloc_site() {
+    void* p = malloc(16 + N % 200);
+    g_sink = p;
+    free(p);
+}
+
+template <int... N>
+constexpr std::array<void (*)(), sizeof...(N)> sites_of(std::integer_sequence<int, N...>) {
+    return {alloc_site<N>...};
+}
+constexpr auto kSites = sites_of(std::make_integer_sequence<int, 4096>{});
+
+void* churn_cold_until_stopped(void*) {
+    while (!g_stop.load(std::memory_order_relaxed))
+        for (auto site : kSites) site();
+    return nullptr;
+}
+
+int mode_fork(int children, void* (*thread_body)(void*), const char* mode) {
     pthread_t threads[4];
-    for (pthread_t& t : threads) pthread_create(&t, nullptr, churn_until_stopped, nullptr);
+    for (pthread_t& t : threads) pthread_create(&t, nullptr, thread_body, nullptr);
     int failures = 0;
     fflush(stdout);
     for (int c = 0; c < children; ++c) {
         pid_t pid = fork();
         if (pid < 0) die("fork");
         if (pid == 0) exit(child_work());  // exit, not _exit: atexit handlers and destructors run
-        int status = wait_child(pid, 10);
-        if (status != 0) {
-            ++failures;
-            printf("fork: child %d ended with %d%s\n", c, status, status < 0 ? " (hung, killed)" : "");
-        }
+        if (!child_succeeded(mode, c, pid)) ++failures;
     }
     g_stop = true;
     for (pthread_t& t : threads) pthread_join(t, nullptr);
-    printf("fork: %d children, %d failed\n", children, failures);
+    printf("%s: %d children, %d failed\n", mode, children, failures);
     return failures ? 1 : 0;
 }
 
@@ -561,7 +591,8 @@ int main(int argc, char** argv) {
     const char* mode = argv[1];
     auto arg = [&](int i, long fallback) { return argc > i ? atol(argv[i]) : fallback; };
     if (!strcmp(mode, "threads")) return mode_threads(int(arg(2, 20)), int(arg(3, 8)));
-    if (!strcmp(mode, "fork")) return mode_fork(int(arg(2, 20)));
+    if (!strcmp(mode, "fork")) return mode_fork(int(arg(2, 20)), churn_until_stopped, "fork");
+    if (!strcmp(mode, "fork-cold")) return mode_fork(int(arg(2, 20)), churn_cold_until_stopped, "fork-cold");
     if (!strcmp(mode, "fork-exec") && argc > 2) return mode_fork_exec(argv[2]);
     if (!strcmp(mode, "exec-child")) return mode_exec_child();
     if (!strcmp(mode, "signal")) return mode_signal(int(arg(2, 1000)));

@@ -167,6 +167,19 @@ TEST(Stress, ForkWhileOtherThreadsAllocate) {
     EXPECT_FALSE(parent.stack_in("child_keep")) << "children's allocations in the parent's trace";
 }
 
+// A thread inside the unwinder at a fork holds its locks in the child for ever (libunwind's
+// cache lock; the first capture there waited for it): threads whose captures keep missing
+// the unwinder's caches make that likely at every fork.
+TEST(Stress, ForkWhileOtherThreadsUnwindUncachedStacks) {
+    ScratchDir dir;
+    std::string trace = dir / "cold.gtrace";
+    ProcessResult plain = untraced({"fork-cold", "100"}, 120);
+    ProcessResult r = traced(dir, trace, {"fork-cold", "100"}, 240);
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "fork-cold: 100 children, 0 failed\n");
+    EXPECT_EQ(traces_in(dir).size(), 101u);
+}
+
 TEST(Stress, ExecFromForkedChild) {
     ScratchDir dir;
     std::string trace = dir / "fe.gtrace";

@@ -33,7 +33,10 @@ constexpr size_t kWakeWriterAfter = 16;
 bool make_room_slow(ThreadState* ts, size_t needed) {
     uint32_t tid = current_tid();
     if (!ts->buffer || ts->buffer->room() < needed + 32) {
-        if (ts->buffer && pool_queue_full(ts->buffer) >= kWakeWriterAfter) writer_wake();
+        // A buffer filled by an event under way when a new trace began holds the old trace's
+        // records: it is not the new trace's to write.
+        if (ts->buffer && ts->epoch != g_thread_epoch.load(std::memory_order_acquire)) pool_put(ts->buffer);
+        else if (ts->buffer && pool_queue_full(ts->buffer) >= kWakeWriterAfter) writer_wake();
         ts->buffer = pool_get();
         if (!ts->buffer) return false;
     }

@@ -11,6 +11,7 @@
 namespace growtrace::preload {
 
 constinit ThreadState g_late;
+std::atomic<uint32_t> g_thread_epoch{0};
 __thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
 
@@ -24,7 +25,7 @@ void on_thread_exit(void* arg) {
     auto* ts = static_cast<ThreadState*>(arg);
     RecursionGuard guard;
     if (current_tid() == static_cast<uint32_t>(g_session.pid())) writer_note_main_thread_ended();
-    lock(ts);
+    lock_current(ts);
     Buffer* b = ts->buffer;
     ts->buffer = nullptr;
     ts->exited = true;
@@ -39,18 +40,17 @@ void free_thread_state(ThreadState* ts) {
     free(ts);
 }
 
+}  // namespace
 
-// The state's buffer goes back to the pool and its stacks are forgotten. Called with it locked
-// (or with no other thread left).
+// The buffer goes back to the pool (its records are of the earlier trace).
 void start_afresh(ThreadState* ts) {
     if (ts->buffer) pool_put(ts->buffer);
     ts->buffer = nullptr;
     ts->holding_free = false;
     ts->run_tid = 0;
     ts->forget_stacks();
+    ts->epoch = g_thread_epoch.load(std::memory_order_acquire);
 }
-
-}  // namespace
 
 ThreadState* new_thread_state() {
     auto* ts = static_cast<ThreadState*>(calloc(1, sizeof(ThreadState)));  // untraced: guard held
@@ -61,6 +61,7 @@ ThreadState* new_thread_state() {
         if (memo) ts->python_nodes = new (memo) StackTreeMemo<8192>();
     }
     ts->last_ticks = now_ticks();
+    ts->epoch = g_thread_epoch.load(std::memory_order_acquire);
     pthread_mutex_lock(&g_registry_mutex);
     ts->next = g_threads;
     g_threads = ts;
@@ -82,6 +83,7 @@ void thread_registry_collect(void (*take)(Buffer*)) {
             link = &ts->next;
             continue;
         }
+        if (ts->epoch != g_thread_epoch.load(std::memory_order_acquire)) start_afresh(ts);
         if (ts->holding_free) {
             unlock(ts);
             link = &ts->next;
@@ -102,6 +104,7 @@ void thread_registry_collect(void (*take)(Buffer*)) {
     }
     pthread_mutex_unlock(&g_registry_mutex);
     if (!g_late.busy.exchange(true, std::memory_order_acquire)) {
+        if (g_late.epoch != g_thread_epoch.load(std::memory_order_acquire)) start_afresh(&g_late);
         Buffer* b = g_late.holding_free ? nullptr : g_late.buffer;
         if (b && b->used) g_late.buffer = nullptr;
         else b = nullptr;
@@ -112,34 +115,26 @@ void thread_registry_collect(void (*take)(Buffer*)) {
 }
 
 void thread_registry_reset(SessionOrigin origin) {
+    g_thread_epoch.fetch_add(1, std::memory_order_acq_rel);
+    if (origin != SessionOrigin::Forked) return;
     pthread_mutex_lock(&g_registry_mutex);
-    if (origin == SessionOrigin::Forked) {
-        ThreadState* mine = (t_state && t_state != kThreadGone) ? t_state : nullptr;
-        for (ThreadState* ts = g_threads; ts;) {
-            ThreadState* next = ts->next;
-            if (ts != mine) {
-                if (ts->buffer) pool_put(ts->buffer);
-                free_thread_state(ts);
-            }
-            ts = next;
+    ThreadState* mine = (t_state && t_state != kThreadGone) ? t_state : nullptr;
+    for (ThreadState* ts = g_threads; ts;) {
+        ThreadState* next = ts->next;
+        if (ts != mine) {
+            if (ts->buffer) pool_put(ts->buffer);
+            free_thread_state(ts);
         }
-        g_threads = mine;
-        if (mine) {
-            mine->next = nullptr;
-            mine->busy.store(false);
-        }
-        g_late.busy.store(false);
-        t_tid = 0;
+        ts = next;
     }
-    for (ThreadState* ts = g_threads; ts; ts = ts->next) {
-        lock(ts);
-        start_afresh(ts);
-        unlock(ts);
+    g_threads = mine;
+    if (mine) {
+        mine->next = nullptr;
+        mine->busy.store(false);
     }
+    g_late.busy.store(false);
+    t_tid = 0;
     pthread_mutex_unlock(&g_registry_mutex);
-    lock(&g_late);
-    start_afresh(&g_late);
-    unlock(&g_late);
 }
 
 void thread_registry_prepare_fork() {

@@ -22,6 +22,7 @@ namespace growtrace::preload {
 struct ThreadState {
     std::atomic<bool> busy{false};  // held by the owner while writing, by the writer while taking
     std::atomic<int> unwinding{0};  // native stack captures under way (unwinder.h: fork waits)
+    uint32_t epoch = 0;  // the trace its buffer and stacks belong to (g_thread_epoch)
     bool exited = false;
     // A free was recorded that the thread may take back (FreeBeforeResize): the writer leaves
     // its buffer until it is settled.
@@ -69,6 +70,10 @@ inline ThreadState* const kThreadGone = reinterpret_cast<ThreadState*>(uintptr_t
 // Events of threads whose thread-exit destructor already ran (other destructors may still
 // allocate); shared, so its runs name their thread each time.
 extern constinit ThreadState g_late;
+// The trace the threads' states belong to, counted up by each new trace (fork, attach): a
+// state of an earlier trace is made afresh by whoever locks it next, its owner or the
+// writer, so a new trace never waits for a thread nor takes a record of the old one.
+extern std::atomic<uint32_t> g_thread_epoch;
 extern __thread ThreadState* t_state __attribute__((tls_model("initial-exec")));
 extern __thread uint32_t t_tid __attribute__((tls_model("initial-exec")));
 
@@ -92,10 +97,19 @@ inline ThreadState* my_state() {
     return ts == kThreadGone ? &g_late : ts;
 }
 
+// Called with the state locked: its buffer's records and its stacks' node ids belong to an
+// earlier trace; they are dropped.
+void start_afresh(ThreadState* ts);
+
+inline void lock_current(ThreadState* ts) {
+    lock(ts);
+    if (ts->epoch != g_thread_epoch.load(std::memory_order_acquire)) start_afresh(ts);
+}
+
 // The calling thread's state, locked. nullptr if none can be had.
 inline ThreadState* lock_my_state() {
     ThreadState* ts = my_state();
-    if (ts) lock(ts);
+    if (ts) lock_current(ts);
     return ts;
 }
 
@@ -107,9 +121,10 @@ bool thread_registry_init();
 // threads that have exited.
 void thread_registry_collect(void (*take)(Buffer*));
 
-// A new trace (the session's reset): every state gives its buffer back and forgets its stacks,
-// whose node ids belong to the previous trace. In a forked child only the forking thread
-// exists: the others' states (maybe locked mid-event) are dropped.
+// A new trace (the session's reset): the epoch moves on, so every state drops its buffer's
+// records and forgets its stacks, whose node ids belong to the previous trace, when it is
+// next locked. In a forked child only the forking thread exists: the others' states (maybe
+// locked mid-event) are freed.
 void thread_registry_reset(SessionOrigin origin);
 
 // Takes the registry's lock and waits for the captures under way in other threads

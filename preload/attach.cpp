@@ -11,7 +11,6 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,12 +25,11 @@
 #include "preload/log.h"
 #include "preload/python/attached_agent.h"
 #include "preload/session.h"
+#include "preload/writer.h"
 #include "preload/recursion_guard.h"
 
 namespace growtrace::preload {
 namespace {
-
-constexpr unsigned kRescanMs = 100;  // how soon an object dlopen'ed by the program is patched
 
 // Every hook, not only the allocation functions: an attached process that forks, execs, exits
 // or unloads a library is traced as under `growtrace run`.
@@ -42,7 +40,6 @@ GotTarget g_targets[kHookCount];
 unsigned long g_self_base = 0;
 pthread_mutex_t g_attach_mutex = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<bool> g_attached{false};
-std::atomic<unsigned> g_generation{0};
 char g_output[4096];  // the trace of the current (or last) attach
 char g_library[4096];  // this library's path, preloaded into an image an attached process execs
 
@@ -123,23 +120,14 @@ bool forwards_to_program_allocator() {
     return true;
 }
 
-void* rescan_main(void* arg) {
-    t_in_tracer = true;
-    prctl(PR_SET_NAME, "growtrace-at", 0, 0, 0);
-    auto generation = static_cast<unsigned>(reinterpret_cast<uintptr_t>(arg));
-    while (g_attached.load() && g_generation.load() == generation) {
-        usleep(kRescanMs * 1000);
-        pthread_mutex_lock(&g_attach_mutex);
-        if (g_attached.load() && g_generation.load() == generation) got_patch_loaded(g_targets, kHookCount, g_self_base);
-        pthread_mutex_unlock(&g_attach_mutex);
-    }
-    return nullptr;
-}
-
-void start_rescan_thread() {
-    uintptr_t generation = g_generation.load();
-    int rc = start_tracer_thread(rescan_main, reinterpret_cast<void*>(generation));
-    if (rc != 0) log_line("attach: no thread to patch libraries loaded later: %s", strerror(rc));
+// Objects the program loads after the attach are patched by the writer thread, within a tick
+// of their loading: no thread of our own for it, as CPython 3.12+ warns at a fork in a process
+// of more than one thread, and the writer, the only tracer thread left, leaves for such a fork
+// (python/fork_check.h). A detach under way holds the lock: nothing to patch then.
+void patch_objects_loaded_since() {
+    if (!g_attached.load() || pthread_mutex_trylock(&g_attach_mutex) != 0) return;
+    if (g_attached.load()) got_patch_loaded(g_targets, kHookCount, g_self_base);
+    pthread_mutex_unlock(&g_attach_mutex);
 }
 
 void end_session() { g_session.end(); }
@@ -149,12 +137,11 @@ void end_session() { g_session.end(); }
 // before the attach (static destructors included) and after those registered since.
 void note_program_exiting() { g_session.program_exiting(); }
 
-// A forked child of an attached process is traced (the session began its trace): it also gets
-// its own thread to patch the objects it loads. The parent's may have held the locks.
+// A forked child of an attached process is traced (the session began its trace, and its writer
+// patches the objects the child loads). The parent's writer may have held the locks.
 void child_after_fork() {
     pthread_mutex_init(&g_attach_mutex, nullptr);
     got_patcher_child_after_fork();
-    if (g_attached.load() && tracer_active()) start_rescan_thread();
 }
 
 // Once per process, after the session's own (fork handlers run in the order they were
@@ -203,8 +190,7 @@ int attach_start(const char* output, uint64_t sample_bytes) {
             register_process_handlers();
             snprintf(g_output, sizeof g_output, "%s", output);
             g_attached.store(true);
-            g_generation.fetch_add(1);
-            start_rescan_thread();
+            writer_run_each_tick(patch_objects_loaded_since);
             python::start_attached_agent();
         }
     }
@@ -227,7 +213,6 @@ extern "C" __attribute__((visibility("default"))) int growtrace_attach_stop(void
     pthread_mutex_lock(&g_attach_mutex);
     int rc = attach_status::kNotAttached;
     if (g_attached.exchange(false)) {
-        g_generation.fetch_add(1);
         rc = got_restore_all();
         // A Python agent is undone under the GIL, which this thread (interrupted anywhere by
         // gdb) must not wait for: a thread of ours does it and then ends the trace.

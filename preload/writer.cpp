@@ -59,6 +59,7 @@ pthread_cond_t g_left = PTHREAD_COND_INITIALIZER;
 std::atomic<pid_t> g_thread_tid{0};  // the writer thread's kernel id
 constexpr unsigned kParkWaitMs = 500;  // for the writer to leave (it may be mid-cycle)
 std::atomic<bool> g_scan_requested{false};
+std::atomic<void (*)()> g_tick_task{nullptr};
 
 TraceFile* g_file = nullptr;
 unsigned g_tick_ms = 100;
@@ -253,6 +254,7 @@ void* writer_main(void*) {
         if (g_stop || g_park.load()) break;
         pthread_mutex_unlock(&g_wake_mutex);
         cycle(false, false);
+        if (auto task = g_tick_task.load(std::memory_order_acquire)) task();
         pthread_mutex_lock(&g_wake_mutex);
     }
     g_thread_running = false;
@@ -304,6 +306,8 @@ void writer_note_exit(uint64_t ticks) {
     uint64_t seen = g_exit_ticks.load(std::memory_order_relaxed);
     while ((!seen || ticks < seen) && !g_exit_ticks.compare_exchange_weak(seen, ticks)) {}
 }
+
+void writer_run_each_tick(void (*task)()) { g_tick_task.store(task, std::memory_order_release); }
 
 void writer_request_module_scan() {
     g_scan_requested.store(true, std::memory_order_relaxed);

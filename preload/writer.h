@@ -24,6 +24,10 @@ void writer_note_exit(uint64_t ticks);
 // Ask for a module rescan at the next opportunity (an unknown instruction pointer was seen).
 void writer_request_module_scan();
 
+// A task the writer thread runs after each tick's cycle, outside the writer's locks (attach:
+// patching the objects the program loaded since). One at most; nullptr for none.
+void writer_run_each_tick(void (*task)());
+
 // Wake the writer early: many full buffers are waiting.
 void writer_wake();
 

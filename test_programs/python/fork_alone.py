@@ -5,12 +5,24 @@ os._exit(0); after each fork the parent keeps 40 blocks of 5000 bytes (keep_afte
 CPython 3.12 and later warn at each fork of a process with more than one thread; run with
 ``-W always`` the warnings show on stderr, with ``-W error::DeprecationWarning`` they are
 turned into errors CPython swallows. Either way the output is the same traced and untraced.
-usage: fork_alone.py [THREADS=0]
+With GO_FILE (for a test that attaches first), it waits until GO_FILE exists before its
+forks, and until it is gone again before it ends (at most 30 s each).
+usage: fork_alone.py [THREADS=0] [GO_FILE]
 """
 
 import os
 import sys
 import threading
+import time
+
+go_file = sys.argv[2] if len(sys.argv) > 2 else None
+
+
+def wait_until(condition):
+    deadline = time.monotonic() + 30
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
 
 done = threading.Event()
 helpers = [threading.Thread(target=done.wait) for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 0)]
@@ -24,6 +36,9 @@ def keep_after_fork(kept, n):
 
 
 kept = [None] * 120  # no list growth at the marked line
+if go_file:
+    print("fork_alone: waiting", flush=True)
+    wait_until(lambda: os.path.exists(go_file))
 for n in range(3):
     pid = os.fork()
     if pid == 0:
@@ -32,6 +47,8 @@ for n in range(3):
     keep_after_fork(kept, n)
     _, status = os.waitpid(pid, 0)
     print(f"fork_alone: child {n} ended with {status}", flush=True)
+if go_file:
+    wait_until(lambda: not os.path.exists(go_file))
 done.set()
 for t in helpers:
     t.join()

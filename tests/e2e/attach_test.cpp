@@ -422,6 +422,38 @@ TEST_P(AttachPython, GrowingModuleDictIsNamedWhileAttached) {
     service.stop();
 }
 
+// CPython 3.12+ warns at os.fork() in a process of more than one thread: an attached program of
+// one thread that forks is not warned (the writer, the only tracer thread, leaves for the
+// fork; objects loaded later are patched by it, not by a thread of their own), and its
+// children are traced.
+TEST_P(AttachPython, AProgramOfOneThreadThatForksWhileAttachedIsNotWarned) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    if (py.name < "3.12") GTEST_SKIP() << "CPython " << py.name << " does not warn at fork";
+    ScratchDir dir;
+    const std::string go = dir / "go";
+    Service service(dir, {py.python, "-W", "always", kPythonPrograms + "fork_alone.py", "0", go});
+    ASSERT_TRUE(service.wait_for_lines(1)) << service.err();
+    const std::string trace = dir / "forks.gtrace";
+    Spawned attach({GT_GROWTRACE, "attach", std::to_string(service.pid()), "--full", "-o", trace, "--duration", "4"},
+                   {.timeout_seconds = 60});
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!fs::exists(trace) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    std::this_thread::sleep_for(300ms);  // past the attach's own start (the agent's thread)
+    write_file(go, "");
+    ASSERT_TRUE(service.wait_for_lines(4)) << service.err();
+    ProcessResult attached = attach.wait();
+    EXPECT_EQ(attached.exit_code, 0) << attached.err;
+    fs::remove(go);
+    ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
+    EXPECT_EQ(service.lines().back(), "fork_alone: 120 blocks kept, 1 thread(s)");
+    EXPECT_EQ(service.err().find("is multi-threaded"), std::string::npos) << service.err();
+    size_t child_traces = 0;
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+        if (entry.path().filename().string().starts_with("forks.") && entry.path() != fs::path(trace)) ++child_traces;
+    EXPECT_EQ(child_traces, 3u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Interpreters, AttachPython, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
 // openai #2672 attached after start-up, sampled as attach does by default (512K), on every

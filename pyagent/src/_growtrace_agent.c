@@ -914,6 +914,9 @@ static volatile long long g_walk_pending_since;
 static volatile long long g_next_walk_ns;
 static long long g_walk_period_ns = 250000000LL;
 static double g_walk_share = 0.01;
+/* Walks reported so far (stats()["walks"]): test programs wait for the walks their test needs
+   rather than for a time that a loaded machine stretches. */
+static unsigned long long g_walks_reported;
 
 static long long monotonic_ns(void) {
     struct timespec ts;
@@ -1069,6 +1072,7 @@ static PyObject *report_containers(PyObject *m, PyObject *args) {
     if (!PyArg_ParseTuple(args, "IKO!", &flags, &walk_ns, &PyList_Type, &items)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(items);
     int native = native_has(offsetof(growtrace_py_api, container_walk)) && g_native->container_walk;
+    g_walks_reported++;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *it = PyList_GET_ITEM(items, i);
         unsigned long long cid, entries;
@@ -1182,9 +1186,9 @@ static PyObject *process_exiting(PyObject *m, PyObject *noargs) {
 
 static PyObject *stats(PyObject *m, PyObject *noargs) {
     (void)m; (void)noargs;
-    return Py_BuildValue("{sKsKsKsKsO}", "caches", g_counts[0], "miss_begin", g_counts[1],
+    return Py_BuildValue("{sKsKsKsKsOsK}", "caches", g_counts[0], "miss_begin", g_counts[1],
                          "miss_end", g_counts[2], "types", g_counts[3], "native",
-                         g_native ? Py_True : Py_False);
+                         g_native ? Py_True : Py_False, "walks", g_walks_reported);
 }
 
 static PyMethodDef methods[] = {

@@ -1025,15 +1025,26 @@ static uintptr_t block_of(PyObject *o) {
     return a;
 }
 
-/* The block holding a container's slots: what an insertion that outgrows it reallocates. */
-static uintptr_t table_of(PyObject *o) {
+/* The start of _collections' deque object, private to that module but the same from 3.10 to
+   3.13: its entries are in a linked list of blocks of 64, and the rightmost block was allocated
+   by the append (or insert) that needed it. */
+typedef struct {
+    PyObject_VAR_HEAD
+    void *leftblock;
+    void *rightblock;
+} deque_head;
+
+/* The block holding a container's slots: what an insertion that outgrows it (re)allocates.
+   `kind` is the agent's (a deque: an instance of collections.deque or of a subclass). */
+static uintptr_t table_of(PyObject *o, unsigned int kind) {
     if (PyDict_Check(o)) return (uintptr_t)((PyDictObject *)o)->ma_keys;
     if (PyList_Check(o)) return (uintptr_t)((PyListObject *)o)->ob_item;
     if (PyAnySet_Check(o)) {
         PySetObject *s = (PySetObject *)o;
         return s->table == s->smalltable ? 0 : (uintptr_t)s->table;
     }
-    return 0; /* a deque's blocks are its own (private) structure */
+    if (kind == GROWTRACE_PY_CONTAINER_DEQUE) return (uintptr_t)((deque_head *)o)->rightblock;
+    return 0;
 }
 
 /* large_containers(objects, deque_type, floor): the exact dicts, lists, sets and deques of the
@@ -1091,7 +1102,7 @@ static PyObject *report_containers(PyObject *m, PyObject *args) {
         c.kind = kind;
         c.container_id = cid;
         c.entries = entries;
-        c.table = table_of(container);
+        c.table = table_of(container, kind);
         c.entry_blocks = blocks;
         c.entry_block_count = nblocks;
         c.name = utf8_or_empty(name, &ln);

@@ -526,8 +526,8 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
         return f"[{text}]" if text is not None and len(text) <= MAX_KEY_TEXT else "[...]"
 
     def ends(obj, kind):
-        # (subscript, element) of the first and the last entry of a dict's values, a list or a
-        # deque: a growing container held by an element (a registry per name, a handler in a
+        # (key or index, element) of the first and the last entry of a dict's values, a list or
+        # a deque: a growing container held by an element (a registry per name, a handler in a
         # list) is reached at two lookups per container, however many entries it has.
         try:
             if kind == KIND_DICT:
@@ -535,11 +535,10 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
                 if n == 0:
                     return ()
                 first = next(iter(dict.items(obj)))
-                pairs = (first,) if n == 1 else (first, next(reversed(dict.items(obj))))
-                return tuple((subscript(k), v) for k, v in pairs)
+                return (first,) if n == 1 else (first, next(reversed(dict.items(obj))))
             get = list.__getitem__ if kind == KIND_LIST else deque_type.__getitem__
             n = lengths[kind](obj)
-            return tuple((f"[{i}]", get(obj, i)) for i in ((0, n - 1) if n > 1 else range(n)))
+            return ((0, get(obj, 0)), (n - 1, get(obj, n - 1))) if n > 1 else ((0, get(obj, 0)),) if n else ()
         except Exception:
             return ()
 
@@ -563,8 +562,14 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
                 note(value, path, owner, category)
                 if category != KIND_SET and depth < MAX_DEPTH and id(value) not in seen:
                     seen.add(id(value))
-                    for suffix, element in ends(value, category):
-                        visit(element, path + suffix, owner, depth + 1, module_name)
+                    for key, element in ends(value, category):
+                        # Most elements are strings, numbers, functions: no path is made for them.
+                        kind = categories.get(type(element))
+                        if kind is None:
+                            kind = categories[type(element)] = category_of(type(element))
+                        if kind != SKIP:
+                            visit(element, path + (subscript(key) if category == KIND_DICT else f"[{key}]"),
+                                  owner, depth + 1, module_name)
                 return
             if depth >= MAX_DEPTH or id(value) in seen:
                 return

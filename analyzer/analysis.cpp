@@ -602,6 +602,11 @@ void add_container_findings(AnalysisResult& out, Collector& c, Symbolizer& symbo
         ContainerFinding& cf = report.container;
         if (!cf.insert_stacks.empty())
             report.inserted_from = fold_interpreter_frames(resolve_stack(cf.insert_stacks.front(), c, symbolizer));
+        if (cf.unbounded && filled_by_imports(report.inserted_from)) {
+            cf.unbounded = false;
+            cf.confidence = 0;
+            cf.reason = "filled by imports (its inserting stack runs through the import system): start-up, not work";
+        }
         auto holds = [&](const GroupReport& g) {
             return std::any_of(g.stack_ids.begin(), g.stack_ids.end(), [&](uint64_t id) {
                 return std::find(cf.entry_stacks.begin(), cf.entry_stacks.end(), id) != cf.entry_stacks.end();

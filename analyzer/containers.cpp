@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analyzer/frame_folding.h"
+
 namespace growtrace {
 namespace {
 
@@ -65,6 +67,11 @@ const char* container_kind_name(uint64_t kind) {
         case ContainerRecord::WeakSet: return "WeakSet";
     }
     return "container";
+}
+
+bool filled_by_imports(const std::vector<Frame>& inserted_from) {
+    return std::any_of(inserted_from.begin(), inserted_from.end(),
+                       [](const Frame& f) { return is_python_frame(f) && f.file.starts_with("<frozen importlib"); });
 }
 
 void ContainerTracker::on_container(const ContainerRecord& r, uint64_t table_stack,

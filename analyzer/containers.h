@@ -14,6 +14,7 @@
 
 #include "analyzer/python_caches.h"
 #include "analyzer/python_records.h"
+#include "analyzer/symbolizer.h"
 
 namespace growtrace {
 
@@ -66,5 +67,11 @@ private:
 inline constexpr uint64_t kMinContainerGrowthEntries = 50;
 
 const char* container_kind_name(uint64_t kind);
+
+// Is a container's inserting stack an import's: does it run through the import system
+// (importlib's frozen bootstrap)? sys.modules, the interpreter's dict of a base class's
+// subclasses and a module's tables grow while a program imports lazily in its first requests:
+// start-up, not a cache, and not a finding. (A script's own body is run without importlib.)
+bool filled_by_imports(const std::vector<Frame>& inserted_from);
 
 }  // namespace growtrace

@@ -115,6 +115,7 @@ MergedAnalysis merge_findings(const std::vector<AnalysedTrace>& traces) {
         add(FindingKind::Cache, r.cache_findings.size());
         add(FindingKind::Types, r.type_findings.size());
         add(FindingKind::Stack, r.findings.size());
+        add(FindingKind::Container, r.container_findings.size());
     }
 
     for (MergedFinding& m : out.findings) {
@@ -142,7 +143,16 @@ MergedAnalysis merge_findings(const std::vector<AnalysedTrace>& traces) {
         }
         if (all_explained) m.explained_by_cache = cache;
     }
-    auto rank = [](FindingKind k) { return k == FindingKind::Cache ? 0 : k == FindingKind::Types ? 1 : 2; };
+    // Containers after the stacks, as in one trace's findings (report_json.cpp).
+    auto rank = [](FindingKind k) {
+        switch (k) {
+            case FindingKind::Cache: return 0;
+            case FindingKind::Types: return 1;
+            case FindingKind::Stack: return 2;
+            case FindingKind::Container: return 3;
+        }
+        return 2;
+    };
     std::stable_sort(out.findings.begin(), out.findings.end(), [&](const MergedFinding& a, const MergedFinding& b) {
         return std::make_tuple(rank(a.kind), -a.total.retained_bytes, -static_cast<double>(a.in.size())) <
                std::make_tuple(rank(b.kind), -b.total.retained_bytes, -static_cast<double>(b.in.size()));

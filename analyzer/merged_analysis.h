@@ -19,7 +19,8 @@ namespace growtrace {
 // interpreter. A forked child keeps its parent's command line, so it is its parent's program.
 std::string program_key(const AnalysisResult& r);
 
-// One finding of one process (FindingKind: root_causes.h): result.cache_findings, type_findings or findings [index].
+// One finding of one process (FindingKind: root_causes.h): result.cache_findings, type_findings, findings or
+// container_findings [index].
 struct ProcessFindingRef {
     size_t trace = 0;  // index in the trace set
     FindingKind kind = FindingKind::Stack;
@@ -54,7 +55,7 @@ struct MergedFinding {
 
 struct MergedAnalysis {
     std::vector<ProgramGroup> programs;
-    std::vector<MergedFinding> findings;  // caches, then classes, then stacks; each most retained first
+    std::vector<MergedFinding> findings;  // caches, classes, stacks, then containers; each most retained first
 };
 
 MergedAnalysis merge_findings(const std::vector<AnalysedTrace>& traces);

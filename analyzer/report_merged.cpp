@@ -189,8 +189,23 @@ void add_merged_root_causes(json& doc, const AnalysedTraceSet& set, const Merged
     json& findings = doc["findings"];
     doc["root_causes"] = json::array();
     std::vector<size_t> cause_id(merged.findings.size(), 0);
-    for (size_t m = 0; m < merged.findings.size(); ++m) {
-        if (placed[m].root != m) continue;
+    // Root causes in one trace's order (root_causes.cpp): caches, containers, classes, stacks.
+    auto cause_rank = [](FindingKind k) {
+        switch (k) {
+            case FindingKind::Cache: return 0;
+            case FindingKind::Container: return 1;
+            case FindingKind::Types: return 2;
+            case FindingKind::Stack: return 3;
+        }
+        return 3;
+    };
+    std::vector<size_t> roots;
+    for (size_t m = 0; m < merged.findings.size(); ++m)
+        if (placed[m].root == m) roots.push_back(m);
+    std::stable_sort(roots.begin(), roots.end(), [&](size_t a, size_t b) {
+        return cause_rank(merged.findings[a].kind) < cause_rank(merged.findings[b].kind);
+    });
+    for (size_t m : roots) {
         const MergedFinding& f = merged.findings[m];
         cause_id[m] = doc["root_causes"].size() + 1;
         const RootCause* rc = placed[m].cause;
@@ -262,6 +277,7 @@ json merged_report_json(const AnalysedTraceSet& set, const MergedAnalysis& merge
         doc["findings"].push_back(merged_finding_json(set, merged, f, docs, grid));
     add_merged_root_causes(doc, set, merged);
     doc["caches"] = concatenated(set, docs, "caches");
+    doc["containers"] = concatenated(set, docs, "containers");
     doc["types"] = concatenated(set, docs, "types");
     doc["groups"] = concatenated(set, docs, "groups");
     doc["children"] = concatenated(set, docs, "children");
@@ -352,6 +368,9 @@ void write_merged_text_report(const AnalysedTraceSet& set, const MergedAnalysis&
             } else if (r.kind == FindingKind::Types) {
                 const TypeFinding& t = res.type_findings[r.index].type;
                 detail = fmt::format("{} created, {} alive, ", t.created, t.live_at_end);
+            } else if (r.kind == FindingKind::Container) {
+                const ContainerFinding& c = res.container_findings[r.index].container;
+                detail = fmt::format("{} -> {} entries, ", c.entries_first, c.entries_last);
             }
             out << fmt::format("    pid {}: {}{} retained, +{}/s since {:.1f} s, confidence {:.2f}\n", res.pid, detail,
                                human_bytes(fig.retained_bytes), human_bytes(fig.growth_bytes_per_s), fig.started_at_s,
@@ -371,9 +390,8 @@ void write_merged_text_report(const AnalysedTraceSet& set, const MergedAnalysis&
             out << fmt::format("    its entries are what {} more growing stack{} hold ({} in all); --json marks them "
                                "explained_by_cache\n",
                                explained, explained == 1 ? "" : "s", human_bytes(explained_bytes));
-        out << fmt::format("    {} from:\n", f.kind == FindingKind::Cache ? "filled" : f.kind == FindingKind::Types
-                                                                                  ? "created"
-                                                                                  : "allocated");
+        const bool filled = f.kind == FindingKind::Cache || f.kind == FindingKind::Container;
+        out << fmt::format("    {} from:\n", filled ? "filled" : f.kind == FindingKind::Types ? "created" : "allocated");
         write_frames(*frames, out);
     }
     out << '\n';

@@ -26,6 +26,17 @@ bool is_entry_frame(const Frame& f) {
            f.file.ends_with("/multiprocessing/pool.py") || f.file.ends_with("/socketserver.py");
 }
 
+// "C.__new__" and "C.__init__" (3.11+ names frames by qualified name; 3.10 by name only).
+bool constructor_halves(const std::string& a, const std::string& b) {
+    auto split = [](const std::string& f) {
+        const size_t dot = f.rfind('.');
+        return dot == std::string::npos ? std::pair{std::string(), f} : std::pair{f.substr(0, dot), f.substr(dot + 1)};
+    };
+    const auto [owner_a, name_a] = split(a);
+    const auto [owner_b, name_b] = split(b);
+    return owner_a == owner_b && ((name_a == "__new__" && name_b == "__init__") || (name_a == "__init__" && name_b == "__new__"));
+}
+
 std::vector<Frame> python_frames(const std::vector<Frame>& frames) {
     std::vector<Frame> out;
     std::copy_if(frames.begin(), frames.end(), std::back_inserter(out), is_python_frame);
@@ -315,7 +326,12 @@ bool in_same_call(const std::vector<Frame>& a_frames, const std::vector<Frame>& 
         if (!is_entry_frame(*ia)) shared_work = true;
     if (ia == a.rend() || ib == b.rend()) return shared_work;
     // Parted: inside one function (same function, other lines), which must be real work.
-    return ia->function == ib->function && ia->file == ib->file && !is_entry_frame(*ia);
+    if (ia->function == ib->function && ia->file == ib->file) return !is_entry_frame(*ia);
+    // Or into the __new__ and the __init__ of one class, which one construction calls in turn
+    // (a metaclass's: a library's registry filled in __init__, the interpreter's list of
+    // subclasses in __new__), from a line that is real work.
+    return shared_work && ia->file == ib->file && constructor_halves(ia->function, ib->function) &&
+           !is_entry_frame(*std::prev(ia));
 }
 
 std::vector<RootCause> find_root_causes(const AnalysisResult& r) {

@@ -319,6 +319,23 @@ function cacheDetails(cache) {
   }
   return box;
 }
+function containerDetails(c) {
+  var box = el('div', { 'class': 'details' });
+  box.appendChild(el('h4', { text: 'Container' }));
+  var types = function (names) { return Array.isArray(names) && names.length ? names.join(', ') : null; };
+  box.appendChild(kvTable([
+    ['name', c.name || '?'],
+    ['kind', c.kind || '?'],
+    c.owner_type ? ['held by', c.owner_type] : null,
+    ['found', c.reached_from_module ? 'by its path from a module' : 'in the heap, named by its owner'],
+    ['entries', count(c.entries_first) + ' \u2192 ' + count(c.entries_last) + ' over ' + F.plural(c.walks, 'walk', 'walks')],
+    types(c.key_types) ? ['newest keys', types(c.key_types)] : null,
+    types(c.value_types) ? ['newest values', types(c.value_types)] : null,
+    ['its entries\u2019 stacks hold', bytes(c.retained_bytes)],
+    c.reason ? ['verdict', c.reason] : null
+  ]));
+  return box;
+}
 function typeDetails(type) {
   var box = el('div', { 'class': 'details' });
   box.appendChild(el('h4', { text: 'Classes' }));
@@ -349,6 +366,7 @@ function findingCard(f, id, relation) {
   var kf = keyFrame(f.frames);
   var where = kf ? [kf.file ? kf.file + (kf.line ? ':' + kf.line : '') : '', kf.module ? '[' + kf.module + ']' : ''].join('  ') : '';
   if (f.kind === 'cache_growth' && f.cache && f.cache.location) where = f.cache.location;
+  if (f.kind === 'container_growth' && f.container && !where.trim()) where = 'held by ' + (f.container.owner_type || '?');
   card.appendChild(el('div', { 'class': 'where mono', text: where }));
   var grid = el('div', { 'class': 'grid' });
   grid.appendChild(el('div', null, findingChart(f, COLORS[(id - 1) % COLORS.length], 'finding ' + id + ' over time')));
@@ -362,6 +380,7 @@ function findingCard(f, id, relation) {
     card.appendChild(stackList(st.frames));
   });
   if (f.kind === 'cache_growth' && f.cache) card.appendChild(cacheDetails(f.cache));
+  if (f.kind === 'container_growth' && f.container) card.appendChild(containerDetails(f.container));
   if (f.kind === 'duplicate_types' && f.type) card.appendChild(typeDetails(f.type));
   return card;
 }
@@ -505,6 +524,15 @@ function cachesSection() {
     ['why not a finding', function (c) { return c.reason || ''; }]
   ]);
 }
+function containersSection() {
+  return namedSection('Containers that are not findings', 'Dicts, lists, sets and deques the walks measured that stop growing.', data.containers, [
+    ['container', function (c) { return c.name || '?'; }, 'mono'],
+    ['kind', function (c) { return c.kind || ''; }],
+    ['entries', function (c) { return count(c.entries_first) + ' \u2192 ' + count(c.entries_last); }],
+    ['walks', function (c) { return count(c.walks); }],
+    ['why not a finding', function (c) { return c.reason || ''; }]
+  ]);
+}
 function typesSection() {
   return namedSection('Classes created many times, not findings', 'Class names created repeatedly whose classes do not pile up.', data.types, [
     ['class', function (t) { return t.name || '?'; }, 'mono'],
@@ -525,7 +553,7 @@ function childrenSection() {
 }
 
 var order = F.organize(data);
-append(root, [header(), rootCausesSection(order), memorySection(), findingsSection(order), flameSection(), groupsSection(), cachesSection(), typesSection(), childrenSection(),
+append(root, [header(), rootCausesSection(order), memorySection(), findingsSection(order), flameSection(), groupsSection(), cachesSection(), containersSection(), typesSection(), childrenSection(),
               el('p', { 'class': 'caption', text: 'growtrace report, JSON schema v' + data.format_version +
                                                   '; the data is embedded in this file (script#growtrace-data).' })]);
 var noscript = root.querySelector('noscript');

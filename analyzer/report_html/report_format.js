@@ -132,24 +132,29 @@ function keyFrame(frames) {
   }
   return frames[0];
 }
-// The kind-specific object of a finding: `cache` (cache_growth), `type` (duplicate_types).
+// The kind-specific object of a finding: `cache` (cache_growth), `type` (duplicate_types),
+// `container` (container_growth).
 function findingExtra(f) {
-  var x = f && (f.cache || f.type);
+  var x = f && (f.cache || f.type || f.container);
   return x && typeof x === 'object' && !Array.isArray(x) ? x : null;
 }
-// A finding is named by what grows: the cache, the class, or the function that allocates.
+// A finding is named by what grows: the cache, the container, the class, or the function that
+// allocates.
 function findingTitle(f) {
   if (f.kind === 'cache_growth' && f.cache && (f.cache.name || f.cache.wrapped)) return f.cache.name || f.cache.wrapped;
+  if (f.kind === 'container_growth' && f.container && f.container.name) return f.container.name;
   if (f.kind === 'duplicate_types' && f.type && f.type.name) return f.type.name;
   var k = keyFrame(f.frames);
   if (!k) return '(no stack)';
   var w = frameWhere(k);
   return frameLabel(k) + (w ? ' (' + w + ')' : '');
 }
-var KIND_LABELS = { cache_growth: 'growing cache', duplicate_types: 'classes keep being created', unbounded_growth: 'unbounded growth' };
+var KIND_LABELS = { cache_growth: 'growing cache', container_growth: 'growing container', duplicate_types: 'classes keep being created',
+                    unbounded_growth: 'unbounded growth' };
 function kindLabel(kind) { return KIND_LABELS[kind] || KIND_LABELS.unbounded_growth; }
 function stackCaption(kind) {
-  return kind === 'cache_growth' ? 'Inserting stack' : kind === 'duplicate_types' ? 'Creating stack' : 'Allocating stack';
+  return kind === 'cache_growth' || kind === 'container_growth' ? 'Inserting stack'
+       : kind === 'duplicate_types' ? 'Creating stack' : 'Allocating stack';
 }
 
 // ---- stacks --------------------------------------------------------------------------------
@@ -193,11 +198,12 @@ function estBytes(data, b, se, n) {
   return bytes(b) + ' \u00b1 ' + bytes(se) + (n === undefined ? '' : ' (' + plural(n, 'sample', 'samples') + ')');
 }
 function estCount(data, n) { return (isSampled(data) ? '\u2248 ' : '') + count(n); }
-// [label, text] rows of what a finding measured, by kind: a cache's entries, a class's
-// creations and live count, a stack's bytes.
+// [label, text] rows of what a finding measured, by kind: a cache's or a container's entries, a
+// class's creations and live count, a stack's bytes.
 function findingFigures(f, data) {
   var rows = [];
   var cache = f.kind === 'cache_growth' ? f.cache || {} : null;
+  var container = f.kind === 'container_growth' ? f.container || {} : null;
   var type = f.kind === 'duplicate_types' ? f.type || {} : null;
   if (cache) {
     rows.push(['entries', count(cache.entries_first) + ' \u2192 ' + count(cache.entries_last) +
@@ -205,14 +211,19 @@ function findingFigures(f, data) {
     rows.push(['entries added', perSecond(cache.growth_entries_per_s, 'entries')]);
     rows.push(['insertions', count(cache.insertions)]);
   }
+  if (container) {
+    rows.push(['entries', count(container.entries_first) + ' \u2192 ' + count(container.entries_last) +
+               ' (' + plural(container.walks, 'walk', 'walks') + ')']);
+    rows.push(['entries added', perSecond(container.growth_entries_per_s, 'entries')]);
+  }
   if (type) {
     rows.push(['classes created', count(type.created)]);
     rows.push(['alive at end', count(type.live_at_end)]);
     rows.push(['creation rate', perSecond(type.created_per_s, 'classes')]);
   } else {
     rows.push(['retained at end', estBytes(data, f.retained_bytes, f.retained_bytes_stderr, f.live_samples)]);
-    rows.push(['live allocations', estCount(data, f.live_allocations)]);
-    if (!cache) rows.push(['allocations', estCount(data, f.allocations) + ('allocated_bytes' in f ? ' (' + bytes(f.allocated_bytes) + ')' : '')]);
+    if (!container) rows.push(['live allocations', estCount(data, f.live_allocations)]);
+    if (!cache && !container) rows.push(['allocations', estCount(data, f.allocations) + ('allocated_bytes' in f ? ' (' + bytes(f.allocated_bytes) + ')' : '')]);
     rows.push(['growth rate', perSecond(f.growth_bytes_per_s, 'bytes')]);
   }
   rows.push(['growing since', seconds(f.started_at_s)]);
@@ -239,6 +250,8 @@ function findingSeries(f, timeline) {
   if (held.length) out.push({ name: 'retained bytes', unit: 'bytes', points: held });
   if (f.cache && Array.isArray(f.cache.entries_over_time) && f.cache.entries_over_time.length)
     out.push({ name: 'cache entries', unit: 'entries', points: pairPoints(f.cache.entries_over_time) });
+  if (f.container && Array.isArray(f.container.entries_over_time) && f.container.entries_over_time.length)
+    out.push({ name: 'container entries', unit: 'entries', points: pairPoints(f.container.entries_over_time) });
   if (f.type && Array.isArray(f.type.live_over_time) && f.type.live_over_time.length)
     out.push({ name: 'live classes', unit: 'classes', points: pairPoints(f.type.live_over_time) });
   return out;

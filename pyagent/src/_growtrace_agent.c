@@ -914,6 +914,9 @@ static volatile long long g_walk_pending_since;
 static volatile long long g_next_walk_ns;
 static long long g_walk_period_ns = 250000000LL;
 static double g_walk_share = 0.01;
+/* Walks reported so far (stats()["walks"]): test programs wait for the walks their test needs
+   rather than for a time that a loaded machine stretches. */
+static unsigned long long g_walks_reported;
 
 static long long monotonic_ns(void) {
     struct timespec ts;
@@ -1022,15 +1025,26 @@ static uintptr_t block_of(PyObject *o) {
     return a;
 }
 
-/* The block holding a container's slots: what an insertion that outgrows it reallocates. */
-static uintptr_t table_of(PyObject *o) {
+/* The start of _collections' deque object, private to that module but the same from 3.10 to
+   3.13: its entries are in a linked list of blocks of 64, and the rightmost block was allocated
+   by the append (or insert) that needed it. */
+typedef struct {
+    PyObject_VAR_HEAD
+    void *leftblock;
+    void *rightblock;
+} deque_head;
+
+/* The block holding a container's slots: what an insertion that outgrows it (re)allocates.
+   `kind` is the agent's (a deque: an instance of collections.deque or of a subclass). */
+static uintptr_t table_of(PyObject *o, unsigned int kind) {
     if (PyDict_Check(o)) return (uintptr_t)((PyDictObject *)o)->ma_keys;
     if (PyList_Check(o)) return (uintptr_t)((PyListObject *)o)->ob_item;
     if (PyAnySet_Check(o)) {
         PySetObject *s = (PySetObject *)o;
         return s->table == s->smalltable ? 0 : (uintptr_t)s->table;
     }
-    return 0; /* a deque's blocks are its own (private) structure */
+    if (kind == GROWTRACE_PY_CONTAINER_DEQUE) return (uintptr_t)((deque_head *)o)->rightblock;
+    return 0;
 }
 
 /* large_containers(objects, deque_type, floor): the exact dicts, lists, sets and deques of the
@@ -1069,6 +1083,7 @@ static PyObject *report_containers(PyObject *m, PyObject *args) {
     if (!PyArg_ParseTuple(args, "IKO!", &flags, &walk_ns, &PyList_Type, &items)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(items);
     int native = native_has(offsetof(growtrace_py_api, container_walk)) && g_native->container_walk;
+    g_walks_reported++;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *it = PyList_GET_ITEM(items, i);
         unsigned long long cid, entries;
@@ -1087,7 +1102,7 @@ static PyObject *report_containers(PyObject *m, PyObject *args) {
         c.kind = kind;
         c.container_id = cid;
         c.entries = entries;
-        c.table = table_of(container);
+        c.table = table_of(container, kind);
         c.entry_blocks = blocks;
         c.entry_block_count = nblocks;
         c.name = utf8_or_empty(name, &ln);
@@ -1182,9 +1197,9 @@ static PyObject *process_exiting(PyObject *m, PyObject *noargs) {
 
 static PyObject *stats(PyObject *m, PyObject *noargs) {
     (void)m; (void)noargs;
-    return Py_BuildValue("{sKsKsKsKsO}", "caches", g_counts[0], "miss_begin", g_counts[1],
+    return Py_BuildValue("{sKsKsKsKsOsK}", "caches", g_counts[0], "miss_begin", g_counts[1],
                          "miss_end", g_counts[2], "types", g_counts[3], "native",
-                         g_native ? Py_True : Py_False);
+                         g_native ? Py_True : Py_False, "walks", g_walks_reported);
 }
 
 static PyMethodDef methods[] = {

@@ -396,7 +396,8 @@ CONTAINER_FLOOR = 64         # entries below which a container is not worth repo
 HEAP_FLOOR = 256             # ... nor, for one no module path reaches, looking for its owner
 MAX_NEW_PER_WALK = 32
 MAX_TRACKED = 256
-MAX_DEPTH = 3                # module global / class attribute / instance attribute / ...
+MAX_DEPTH = 3                # module global / class attribute / instance attribute or element / ...
+MAX_KEY_TEXT = 60            # a key printed in a path ([...] when its repr is longer)
 HEAP_PASS_EVERY = 1
 NEWEST = 2                   # newest entries whose types (and blocks) each record names
 WALK_HEAP_PASS = 1
@@ -517,6 +518,30 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
             pass
         return "\0".join(keys), "\0".join(values), tuple(objects)
 
+    def subscript(key):
+        # `[KEY]` as a person would type it: the repr of a str or int key (the built-in's own,
+        # never a subclass's), `[...]` for any other or a long one.
+        t = type(key)
+        text = str.__repr__(key) if t is str else int.__repr__(key) if t is int else None
+        return f"[{text}]" if text is not None and len(text) <= MAX_KEY_TEXT else "[...]"
+
+    def ends(obj, kind):
+        # (key or index, element) of the first and the last entry of a dict's values, a list or
+        # a deque: a growing container held by an element (a registry per name, a handler in a
+        # list) is reached at two lookups per container, however many entries it has.
+        try:
+            if kind == KIND_DICT:
+                n = dict.__len__(obj)
+                if n == 0:
+                    return ()
+                first = next(iter(dict.items(obj)))
+                return (first,) if n == 1 else (first, next(reversed(dict.items(obj))))
+            get = list.__getitem__ if kind == KIND_LIST else deque_type.__getitem__
+            n = lengths[kind](obj)
+            return ((0, get(obj, 0)), (n - 1, get(obj, n - 1))) if n > 1 else ((0, get(obj, 0)),) if n else ()
+        except Exception:
+            return ()
+
     def module_pass(found, own):
         seen = set(own)
 
@@ -535,6 +560,16 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
                 return
             if category <= KIND_DEQUE:
                 note(value, path, owner, category)
+                if category != KIND_SET and depth < MAX_DEPTH and id(value) not in seen:
+                    seen.add(id(value))
+                    for key, element in ends(value, category):
+                        # Most elements are strings, numbers, functions: no path is made for them.
+                        kind = categories.get(type(element))
+                        if kind is None:
+                            kind = categories[type(element)] = category_of(type(element))
+                        if kind != SKIP:
+                            visit(element, path + (subscript(key) if category == KIND_DICT else f"[{key}]"),
+                                  owner, depth + 1, module_name)
                 return
             if depth >= MAX_DEPTH or id(value) in seen:
                 return

@@ -344,3 +344,41 @@ def test_attached_agent_probes_existing_and_new_caches_and_detach_undoes_it(exte
     assert state["square"] == [0, 3, None, 3]  # hits, misses, maxsize, currsize
     assert state["cube"] == [0, 2, 8, 2]
     assert state["results"] == [4, 16, 27, 125]
+
+
+ELEMENT_PATHS = '''
+class Holder:
+    def __init__(self):
+        self.items = {i: i for i in range(100)}
+
+
+class Loud(str):
+    def __repr__(self):
+        raise RuntimeError("the walk ran a key's own __repr__")
+
+
+BY_NAME = {"first": Holder(), "middle": Holder(), "last": Holder()}
+BY_INT = {7: Holder()}
+BY_SUBCLASS_KEY = {Loud("k"): Holder()}
+BY_TUPLE_KEY = {("a", 1): Holder()}
+BY_LONG_KEY = {"x" * 100: Holder()}
+HANDLERS = [Holder(), Holder(), Holder()]
+'''
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_container_paths_into_elements(extension, python, tmp_path):
+    # The walk at exit names each container an element holds by the subscript a person would
+    # type: a str's or an int's repr (the built-in's, never a subclass's), [...] otherwise, a
+    # list's index; only the first and the last element of each container are looked into.
+    program = tmp_path / "element_paths.py"
+    program.write_text(ELEMENT_PATHS)
+    records, _ = run(extension, python, str(program), tmp_path=tmp_path)
+    # A container line names "kind" twice (the record's, then the container's): json keeps the
+    # second.
+    names = {r["name"] for r in records if "owner" in r and "entries" in r}
+    for expected in ["__main__.BY_NAME['first'].items", "__main__.BY_NAME['last'].items", "__main__.BY_INT[7].items",
+                     "__main__.BY_SUBCLASS_KEY[...].items", "__main__.BY_TUPLE_KEY[...].items",
+                     "__main__.BY_LONG_KEY[...].items", "__main__.HANDLERS[0].items", "__main__.HANDLERS[2].items"]:
+        assert expected in names, sorted(names)
+    assert not any("middle" in n or "HANDLERS[1]" in n for n in names), sorted(names)

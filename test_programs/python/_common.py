@@ -43,3 +43,54 @@ class Summary:
         self.fields["seconds"] = round(time.monotonic() - self.t0, 2)
         self.fields["python"] = "%d.%d.%d" % sys.version_info[:3]
         print(self.name + " " + " ".join(f"{k}={v}" for k, v in self.fields.items()), flush=True)
+
+
+class AgentWalks:
+    """The container walks of growtrace's CPython agent (docs/containers.md) made so far.
+
+    A walk runs only once its time has come, so on a loaded machine a run paced by the clock
+    may see fewer walks than its test needs. A program calls ``wait_for_walk()`` where it wants
+    one, and the walks are there however slow the machine is. The agent keeps its extension
+    out of ``sys.modules``: it is found among the collector's objects, once. Untraced (or
+    attached later, or with walks off) there is no agent and nothing waits.
+    """
+
+    def __init__(self) -> None:
+        import gc
+        import types
+
+        self._stats = None
+        for obj in gc.get_objects():
+            if isinstance(obj, types.ModuleType) and obj.__dict__.get("__name__") == "_growtrace_agent":
+                stats = obj.__dict__.get("stats")
+                if callable(stats) and "walks" in stats() and os.environ.get("GROWTRACE_CONTAINERS") != "0":
+                    self._stats = stats
+                break
+
+    def count(self) -> int | None:
+        return self._stats()["walks"] if self._stats else None
+
+    def end_of_phase(self, i: int, total: int, phases: int) -> None:
+        """With `total` items cut into `phases` equal phases: waits for a walk when item i
+        (from 0) is the last of one."""
+        size = total // phases if phases > 0 else 0
+        if size and (i + 1) % size == 0:
+            self.wait_for_walk()
+
+    def wait_for_walk(self, timeout: float = 30.0) -> None:
+        """Returns once a walk has begun after the call (or after `timeout` seconds). A walk
+        starts at the stop of a collection, or at a pending call that a Python allocation on the
+        main thread queues: meanwhile it keeps objects the collector tracks (a collection comes
+        when more are made than freed, so they are held until the walk has run)."""
+        before = self.count()
+        if before is None:
+            return
+        deadline = time.monotonic() + timeout
+        held = []
+        while self.count() == before and time.monotonic() < deadline:
+            held.append([_Tracked() for _ in range(100)])
+            time.sleep(0.01)
+
+
+class _Tracked:
+    pass

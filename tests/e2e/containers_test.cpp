@@ -4,6 +4,10 @@
 // they are filled and what their newest entries are, and stay quiet about the others.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include <string>
 #include <tuple>
 #include <vector>
@@ -139,6 +143,33 @@ TEST_P(Containers, BoundedDictEvictingItsOldestKeyIsQuiet) {
     EXPECT_LE(c.value("entries_last", 0), 301);
 }
 
+// A loaded machine spaces the walks out (each waits 100 times the CPU time of the one before):
+// here they are at least 2 s apart, so that the program's paced 4 s give two, and the final one. The
+// program waits for the walks its verdicts need rather than for a time.
+// growtrace run passes its own environment on to the program.
+class RareWalks {
+public:
+    RareWalks() { setenv("GROWTRACE_CONTAINER_PERIOD", "2", 1); }
+    ~RareWalks() { unsetenv("GROWTRACE_CONTAINER_PERIOD"); }
+};
+
+TEST_P(Containers, BoundedDictIsQuietWhenWalksAreRare) {
+    GT_SKIP_UNLESS_INSTALLED(python(), false);
+    ScratchDir dir;
+    RareWalks rare;
+    json c = quiet_container(run_case(dir, "bounded"), "__main__._RECENT");
+    EXPECT_EQ(c.value("verdict", ""), "bounded");
+    EXPECT_GE(c.value("walks", 0), 4) << c.dump().substr(0, 1000);
+}
+
+TEST_P(Containers, GrowingDictIsNamedWhenWalksAreRare) {
+    GT_SKIP_UNLESS_INSTALLED(python(), false);
+    ScratchDir dir;
+    RareWalks rare;
+    json f = container_root(run_case(dir, "request_cache"), "__main__._RESPONSES", !sampled());
+    EXPECT_GE(f["container"]["walks"].get<int>(), 4);
+}
+
 TEST_P(Containers, ListAppendedToAndClearedIsQuiet) {
     GT_SKIP_UNLESS_INSTALLED(python(), false);
     ScratchDir dir;
@@ -168,6 +199,98 @@ TEST_P(Containers, SetOfAnInstanceOnlyAThreadHoldsIsNamedByItsOwnerType) {
     EXPECT_EQ(c["kind"], "set");
     EXPECT_TRUE(contains(c["value_types"], "tuple")) << c["value_types"];
 }
+
+// A deque's entries are in blocks of 64, each allocated by the append that needed it: the
+// newest block's stack is its inserting line.
+TEST_P(Containers, GrowingDequeIsNamedAndFilledAtItsLine) {
+    GT_SKIP_UNLESS_INSTALLED(python(), false);
+    ScratchDir dir;
+    json f = container_root(run_case(dir, "deque"), "__main__._EVENTS", !sampled());
+    const json& c = f["container"];
+    EXPECT_EQ(c["kind"], "deque");
+    EXPECT_EQ(c["entries_last"].get<int>(), 10000) << c.dump().substr(0, 1000);
+    EXPECT_TRUE(contains(c["value_types"], "dict")) << c["value_types"];
+    if (!sampled())
+        EXPECT_TRUE(has_frame(c["inserted_from"], "record_event", "containers.py", python_mark("containers.py", "deque_store")))
+            << c["inserted_from"].dump();
+}
+
+// Paths into elements: a growing container held by an entry of a module-level dict or list is
+// named by the subscript a person would type (the repr of a str or int key, a list's index).
+TEST_P(Containers, DictHeldByTheLastValueOfAModuleDictIsNamedByItsKey) {
+    GT_SKIP_UNLESS_INSTALLED(python(), false);
+    ScratchDir dir;
+    json report = run_case(dir, "element_dict");
+    json f = container_root(report, "__main__.REGISTRIES['users'].by_id", !sampled());
+    const json& c = f["container"];
+    EXPECT_EQ(c["kind"], "dict");
+    EXPECT_EQ(c["owner_type"], "__main__.Table");
+    EXPECT_TRUE(c["reached_from_module"].get<bool>());
+    EXPECT_EQ(c["entries_last"].get<int>(), 10000) << c.dump().substr(0, 1000);
+    EXPECT_TRUE(contains(c["key_types"], "int")) << c["key_types"];
+    const int line = python_mark("containers.py", "element_dict_store");
+    if (!sampled())
+        EXPECT_TRUE(has_frame(c["inserted_from"], "Table.put", "containers.py", line) ||
+                    has_frame(c["inserted_from"], "put", "containers.py", line))
+            << c["inserted_from"].dump();
+    EXPECT_EQ(report["root_causes"][f["root_cause"].get<int>() - 1]["title"],
+              "dict __main__.REGISTRIES['users'].by_id keeps growing");
+}
+
+TEST_P(Containers, SetHeldByTheFirstItemOfAModuleListIsNamedByItsIndex) {
+    GT_SKIP_UNLESS_INSTALLED(python(), false);
+    ScratchDir dir;
+    json f = container_root(run_case(dir, "element_list"), "__main__.HANDLERS[0].seen", !sampled());
+    const json& c = f["container"];
+    EXPECT_EQ(c["kind"], "set");
+    EXPECT_EQ(c["owner_type"], "__main__.Handler");
+    EXPECT_TRUE(contains(c["value_types"], "str")) << c["value_types"];
+    const int line = python_mark("containers.py", "element_list_store");
+    if (!sampled())
+        EXPECT_TRUE(has_frame(c["inserted_from"], "Handler.handle", "containers.py", line) ||
+                    has_frame(c["inserted_from"], "handle", "containers.py", line))
+            << c["inserted_from"].dump();
+}
+
+// A real library's registry (test_programs/python/marshmallow_registry.py): marshmallow keeps
+// every Schema class made with a name in marshmallow.class_registry._registry. A service making
+// one per customer form grows it: one root cause names the registry, and it leads the report.
+class RealRegistry : public ::testing::TestWithParam<PythonUnderTest> {};
+
+bool has_marshmallow(const PythonUnderTest& py) {
+    return access(py.python.c_str(), X_OK) == 0 && run_process({py.python, "-c", "import marshmallow"}).exit_code == 0;
+}
+
+TEST_P(RealRegistry, MarshmallowClassRegistryFilledPerFormIsOneRootCauseLeadingTheReport) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, true);
+    if (!has_marshmallow(py)) GTEST_SKIP() << py.python << " has no marshmallow (tools/python_requirements.txt)";
+    ScratchDir dir;
+    const std::string trace = dir / "marshmallow.gtrace";
+    trace_program(dir, trace, {py.python, kPythonPrograms + "marshmallow_registry.py"});
+    json report = analyze_json(dir, trace);
+    json f = container_root(report, "marshmallow.class_registry._registry");
+    const json& c = f["container"];
+    EXPECT_EQ(c["kind"], "dict");
+    EXPECT_EQ(c["owner_type"], "marshmallow.class_registry");
+    EXPECT_GE(c["entries_last"].get<int>(), 6000) << "two keys per form: " << c.dump().substr(0, 1000);
+    EXPECT_TRUE(contains(c["value_types"], "list")) << c["value_types"];
+    EXPECT_TRUE(has_frame(c["inserted_from"], "register", "class_registry.py")) << c["inserted_from"].dump();
+    // It leads the report, one root cause naming it, with the stacks that make the classes it
+    // keeps (their fields, validators, hooks) folded under it: the most evidence of any root.
+    const json& root = report["root_causes"][0];
+    EXPECT_EQ(root["finding"], f["id"]) << report["root_causes"].dump().substr(0, 3000);
+    EXPECT_EQ(root["title"], "dict marshmallow.class_registry._registry keeps growing");
+    size_t naming = 0;
+    for (const json& r : report["root_causes"]) {
+        naming += r["title"].get<std::string>().find("class_registry") != std::string::npos;
+        if (r["id"] != root["id"]) EXPECT_LT(r["members"].size(), root["members"].size()) << r.dump().substr(0, 1000);
+    }
+    EXPECT_EQ(naming, 1u);
+    EXPECT_GE(root["members"].size(), 10u) << root.dump().substr(0, 2000);
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, RealRegistry, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
 }  // namespace
 }  // namespace growtrace::e2e

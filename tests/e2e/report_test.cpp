@@ -112,6 +112,61 @@ TEST(Report, HtmlOfMemoTableShowsTheFindingItsCurveAndStack) {
     EXPECT_TRUE(contains(dom, "growth rate"));
 }
 
+// Two processes of one program each growing a module-level dict (containers.py): the merged
+// report (JSON, text, HTML) has one container finding naming both, as it has one cache finding.
+TEST(Report, TwoProcessesGrowingOneContainerAreOneMergedContainerFindingOnEveryReport) {
+    if (access(kVenvPython.c_str(), X_OK) != 0) GTEST_SKIP() << kVenvPython << " missing";
+    ScratchDir dir;
+    std::vector<std::string> traces;
+    for (const char* count : {"4000", "6000"}) {
+        traces.push_back(dir / (std::string("containers-") + count + ".gtrace"));
+        trace_program(dir, traces.back(), {kVenvPython, kPythonPrograms + "containers.py", "--case", "request_cache", "--count", count});
+    }
+    const std::string out = dir / "merged.json";
+    ProcessResult r = growtrace({"analyze", traces[0], traces[1], "--json", "-o", out});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json report = nlohmann::json::parse(read_file(out));
+    ASSERT_TRUE(report.contains("merged"));
+    std::vector<nlohmann::json> named;
+    for (const nlohmann::json& f : report["findings"])
+        if (f["kind"] == "container_growth" && f["container"]["name"] == "__main__._RESPONSES") named.push_back(f);
+    ASSERT_EQ(named.size(), 1u) << report["findings"].dump().substr(0, 3000);
+    const nlohmann::json& f = named[0];
+    EXPECT_EQ(f["processes_with_finding"], 2);
+    EXPECT_EQ(f["processes_of_program"], 2);
+    ASSERT_EQ(f["per_process"].size(), 2u);
+    EXPECT_EQ(f["live_allocations"].get<uint64_t>(), 10000u) << "the entries at the last walk of each, summed";
+    EXPECT_EQ(f["role"], "root");
+    const nlohmann::json& root = report["root_causes"][f["root_cause"].get<int>() - 1];
+    EXPECT_EQ(root["kind"], "container_growth");
+    EXPECT_EQ(root["title"], "dict __main__._RESPONSES keeps growing");
+    EXPECT_TRUE(contains(root["summary"].get<std::string>(), "in 2 of 2 processes")) << root["summary"];
+    // The stacks that hold its entries, merged too, are its evidence.
+    for (const nlohmann::json& s : report["findings"])
+        if (s["kind"] == "unbounded_growth" && has_frame(s["frames"], "make_value", "containers.py"))
+            EXPECT_EQ(s["root_cause"], f["root_cause"]) << s.dump().substr(0, 1000);
+    size_t pids = 0;
+    for (const nlohmann::json& c : report["containers"]) pids += c.contains("pid");
+    EXPECT_EQ(pids, report["containers"].size());
+
+    ProcessResult text = growtrace({"analyze", traces[0], traces[1]});
+    EXPECT_TRUE(contains(text.out, "dict __main__._RESPONSES keeps growing in 2 of 2 processes")) << text.out.substr(0, 3000);
+    EXPECT_TRUE(contains(text.out, "filled from:")) << text.out.substr(0, 3000);
+
+    const std::string html = dir / "merged.html";
+    ProcessResult page = growtrace({"report", traces[0], traces[1], "-o", html});
+    ASSERT_EQ(page.exit_code, 0) << page.err;
+    if (chromium().empty()) GTEST_SKIP() << "chromium is not installed (tools/setup.sh installs it); the page was not rendered";
+    ProcessResult browser = dump_dom(dir, html);
+    const std::string& dom = browser.out;
+    expect_rendered(browser, dom);
+    EXPECT_TRUE(contains(dom, "dict __main__._RESPONSES keeps growing")) << "the root cause's title";
+    EXPECT_TRUE(contains(dom, "growing container")) << "the finding's kind";
+    EXPECT_TRUE(contains(dom, "<h4>Container</h4>")) << "the container's box";
+    EXPECT_TRUE(contains(dom, "aria-label=\"finding " + std::to_string(f["id"].get<int>()) + " over time\""));
+    EXPECT_TRUE(contains(dom, "store_response")) << "its inserting stack";
+}
+
 TEST(Report, HtmlOfBoundedLruShowsNoFindingAndWhyTheCacheIsNotOne) {
     ScratchDir dir;
     std::string trace = dir / "lru.gtrace";

@@ -191,3 +191,57 @@ test('sampled figures carry their uncertainty', () => {
   assert.equal(F.estCount(d, 5), '\u2248 5');
   assert.equal(F.estBytes({ sampling: { mean_bytes: 0 } }, 2e6, 0, 12), '2.00 MB');
 });
+
+// A container_growth finding as `growtrace analyze --json` writes it (containers.py
+// --case element_dict), its series cut to three walks.
+function containerFinding() {
+  const frames = [{ function: 'Table.put', file: '/src/test_programs/python/containers.py', line: 45, module: '' },
+                  { function: 'main', file: '/src/test_programs/python/containers.py', line: 160, module: '' }];
+  return {
+    kind: 'container_growth', id: 5, role: 'root', root_cause: 1, retained_bytes: 2516582, growth_bytes_per_s: 0,
+    started_at_s: 0.61, confidence: 1, reason: 'entries keep rising through the run (growth in 4 of 4 quarters, never falling back)',
+    frames: frames,
+    container: {
+      name: "__main__.REGISTRIES['users'].by_id", owner_type: '__main__.Table', kind: 'dict', reached_from_module: true,
+      walks: 6, entries_first: 2500, entries_last: 10000, growth_entries_per_s: 1674.2, inserted_from: frames,
+      key_types: ['int'], value_types: ['dict'], retained_bytes: 2516582, verdict: 'unbounded', reason: 'entries keep rising',
+      entries_over_time: [[0.61, 2500], [2.3, 5000], [5.09, 10000]]
+    }
+  };
+}
+
+test('a growing container is named by its path, with its entries over the walks and where it is filled', () => {
+  const f = containerFinding();
+  assert.equal(F.findingTitle(f), "__main__.REGISTRIES['users'].by_id");
+  assert.equal(F.kindLabel(f.kind), 'growing container');
+  assert.equal(F.findingExtra(f), f.container);
+  const rows = new Map(F.findingFigures(f, {}));
+  assert.equal(rows.get('entries'), '2,500 \u2192 10,000 (6 walks)');
+  assert.equal(rows.get('entries added'), '1674 entries/s');
+  assert.equal(rows.get('retained at end'), '2.52 MB');
+  assert.ok(!rows.has('live allocations') && !rows.has('allocations'), [...rows.keys()].join(', '));
+  // Its inserting line is the finding's own stack: shown once.
+  const stacks = F.findingStacks(f);
+  assert.deepEqual(stacks.map((s) => s.caption), ['Inserting stack']);
+  const series = F.findingSeries(f, []);
+  assert.deepEqual(series.map((s) => [s.name, s.unit, s.points.length]), [['container entries', 'entries', 3]]);
+});
+
+test('a container root cause leads the page with its evidence folded under it', () => {
+  const container = containerFinding();
+  const stack = { kind: 'unbounded_growth', id: 1, role: 'evidence', root_cause: 1, retained_bytes: 2000000,
+                  frames: [{ function: 'make_value', file: 'containers.py', line: 33 }] };
+  const data = {
+    findings: [stack, container],
+    root_causes: [{ id: 1, finding: 2, kind: 'container_growth', title: "dict __main__.REGISTRIES['users'].by_id keeps growing",
+                    members: [{ finding: 1, relation: 'holds_entries' }] }]
+  };
+  container.id = 2;
+  const order = F.organize(data);
+  assert.equal(order.roots.length, 1);
+  assert.equal(order.roots[0].root.finding, container);
+  assert.deepEqual(order.roots[0].evidence.map((e) => [e.id, e.relation]), [[1, 'holds_entries']]);
+  assert.equal(order.rest.length, 0);
+  assert.equal(F.verdictText(data), "1 root cause of unbounded growth: dict __main__.REGISTRIES['users'].by_id keeps growing" +
+                                    ' (2 unbounded growth findings, 0 B retained)');
+});

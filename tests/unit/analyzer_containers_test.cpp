@@ -179,5 +179,22 @@ TEST(ContainerRootCause, AContainerFilledInTheSameCallAsAGrowingCacheIsEvidenceO
     for (const RootCause& root : r.root_causes) EXPECT_NE(root.root.kind, FindingKind::Container);
 }
 
+TEST(ContainerTracker, AContainerFilledByImportsIsStartUp) {
+    auto py = [](const char* function, const char* file) { return Frame{0, function, file, 1, "python"}; };
+    const Frame libc{0x1000, "malloc", "", 0, "/usr/lib/libc.so.6"};
+    // sys.modules, filled by the import system; a base class's subclasses, by a class statement
+    // in a module body (openai's lazily imported modules during its first requests).
+    EXPECT_TRUE(filled_by_imports({libc, py("_load_unlocked", "<frozen importlib._bootstrap>"),
+                                   py("_find_and_load", "<frozen importlib._bootstrap>"), py("handle", "/srv/app.py")}));
+    EXPECT_TRUE(filled_by_imports({libc, py("<module>", "/lib/openai/resources/realtime.py"),
+                                   py("_call_with_frames_removed", "<frozen importlib._bootstrap>")}));
+    // A registry filled by a function, or by a script's own body (run without importlib), is work.
+    EXPECT_FALSE(filled_by_imports({libc, py("register", "/lib/class_registry.py"), py("main", "/srv/app.py"),
+                                    py("<module>", "/srv/app.py")}));
+    EXPECT_FALSE(filled_by_imports({libc, py("<module>", "/srv/script.py")}));
+    EXPECT_FALSE(filled_by_imports({}));
+    EXPECT_FALSE(filled_by_imports({libc}));
+}
+
 }  // namespace
 }  // namespace growtrace

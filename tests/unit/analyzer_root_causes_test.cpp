@@ -105,6 +105,25 @@ TEST(RootCauses, StacksPartingInsideOneFunctionAreOneCall) {
     EXPECT_TRUE(in_same_call(a, request_stack({py("parse", "/srv/lib.py", 90)}, false)));
 }
 
+TEST(RootCauses, StacksPartingIntoTheNewAndInitOfOneClassAreOneCall) {
+    // marshmallow: `type(name, (Schema,), fields)` runs SchemaMeta.__new__ (the interpreter adds
+    // the class to its base's subclasses) and then SchemaMeta.__init__ (the library registers it).
+    const auto registered = request_stack({py("register", "/lib/class_registry.py", 66), py("SchemaMeta.__init__", "/lib/schema.py", 155),
+                                           py("schema_for", "/srv/forms.py", 44)});
+    const auto subclassed = request_stack({py("ABCMeta.__new__", "<frozen abc>", 106), py("SchemaMeta.__new__", "/lib/schema.py", 113),
+                                           py("schema_for", "/srv/forms.py", 44)});
+    EXPECT_TRUE(in_same_call(registered, subclassed));
+    EXPECT_TRUE(in_same_call(subclassed, registered));
+    // 3.10 names a frame by its function's name only.
+    EXPECT_TRUE(in_same_call(request_stack({py("__init__", "/lib/schema.py", 155), py("schema_for", "/srv/forms.py", 44)}),
+                             request_stack({py("__new__", "/lib/schema.py", 113), py("schema_for", "/srv/forms.py", 44)})));
+    // Two classes' halves, or halves made from a module body, are not.
+    EXPECT_FALSE(in_same_call(request_stack({py("A.__init__", "/lib/schema.py", 155), py("schema_for", "/srv/forms.py", 44)}),
+                              request_stack({py("B.__new__", "/lib/schema.py", 113), py("schema_for", "/srv/forms.py", 44)})));
+    EXPECT_FALSE(in_same_call({py("SchemaMeta.__init__", "/lib/schema.py", 155), py("<module>", "/srv/m.py", 10)},
+                              {py("SchemaMeta.__new__", "/lib/schema.py", 113), py("<module>", "/srv/m.py", 10)}));
+}
+
 TEST(RootCauses, StacksPartingAtAnEntryPointOrIntoOtherFunctionsAreNot) {
     // Two functions called from the same handler line: two pieces of work.
     EXPECT_FALSE(in_same_call(request_stack({py("parse", "/srv/lib.py", 81)}), request_stack({py("audit", "/srv/a.py", 1)})));

@@ -448,6 +448,17 @@ TEST(AnalyzerReader, NeverCrashesOnByteFlips) {
     }
 }
 
+// A sampled trace of the Process record, `rec` and the End record, read back.
+Collector read_sampled(const format::RecordEncoder& rec, const std::string& name) {
+    TraceBuilder b;
+    b.process(1, 0, 0, "/usr/bin/python3", "python3").record(rec).end(10000, 10000);
+    const std::string path = temp_trace_path(name);
+    b.write(path, format::kSampledVersion);
+    Collector c;
+    read_trace(path, c);
+    return c;
+}
+
 // CacheMisses (version 4): per cache, the counted misses, their first and last ticks (the
 // last as a delta), the entry counts and the inserting stacks with their misses.
 TEST(AnalyzerReader, DecodesCacheMissCounts) {
@@ -456,12 +467,7 @@ TEST(AnalyzerReader, DecodesCacheMissCounts) {
     rec.varint(3).varint(40).varint(38).varint(1000).varint(900).varint(12).varint(128).varint(2);
     rec.varint(7).varint(30).varint(2).varint(10);  // stacks 7 and 9, as steps
     rec.varint(4).varint(1).varint(1).varint(4000).varint(0).varint(0).varint(1).varint(0);
-    TraceBuilder b;
-    b.process(1, 0, 0, "/usr/bin/python3", "python3").record(rec).end(6000, 6000);
-    const std::string path = temp_trace_path("cache_misses");
-    b.write(path, format::kSampledVersion);
-    Collector c;
-    read_trace(path, c);
+    const Collector c = read_sampled(rec, "cache_misses");
     ASSERT_EQ(c.miss_counts.size(), 1u);
     const CacheMissesRecord& r = c.miss_counts[0];
     EXPECT_EQ(r.ticks, 5000u);
@@ -502,12 +508,7 @@ format::RecordEncoder short_lived_record() {
 }
 
 TEST(AnalyzerReader, DecodesShortLivedSamples) {
-    TraceBuilder b;
-    b.process(1, 0, 0).record(short_lived_record()).end(10000, 10000);
-    const std::string path = temp_trace_path("short_lived");
-    b.write(path, format::kSampledVersion);
-    Collector c;
-    read_trace(path, c);
+    const Collector c = read_sampled(short_lived_record(), "short_lived");
     ASSERT_EQ(c.short_lived.size(), 1u);
     const ShortLivedSamplesRecord& r = c.short_lived[0];
     EXPECT_EQ(r.last_ticks, 9000u);

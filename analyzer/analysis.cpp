@@ -262,6 +262,10 @@ public:
         // full collection was garbage since the previous one, not alive until this one.
         python_feed_.free(FreeCompactEvent{e.tid, death ? death : e.ticks, e.seq});
     }
+    // Counted by the writer, born and dead within an interval: their thread is not known, and
+    // the CPython tracker, which attributes samples to a thread's open miss, counts only what
+    // stays live.
+    void on_short_lived_samples(const ShortLivedSamplesRecord& r) override { model_.on_short_lived(r); }
     // Full collections of the program's garbage collector, per collecting thread (its run holds
     // the collection's frees between its start and its stop).
     void on_collection(const CollectionRecord& r) override {

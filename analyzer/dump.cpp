@@ -74,6 +74,13 @@ public:
     void on_free_compact(const FreeCompactEvent& e) override {
         line(fmt::format("FreeCompact tid={} ticks={} allocation={}", e.tid, e.ticks, e.seq));
     }
+    void on_short_lived_samples(const ShortLivedSamplesRecord& r) override {
+        std::vector<std::string> groups;
+        for (const ShortLivedGroup& g : r.groups)
+            groups.push_back(fmt::format("{}:stack={},size={}x{}", g.ticks, g.stack_id, g.size, g.count));
+        line(fmt::format("ShortLivedSamples last_ticks={} interval={} ticks [{}]", r.last_ticks, uint64_t{1} << r.shift,
+                         fmt::join(groups, " ")));
+    }
     void on_time_mark(const TimeMarkRecord& r) override {
         line(fmt::format("TimeMark ticks={} monotonic_ns={} rss_bytes={}", r.ticks, r.monotonic_ns, r.rss_bytes));
     }

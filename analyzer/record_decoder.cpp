@@ -81,6 +81,36 @@ CacheMissesRecord decode_cache_misses(const RawRecord& rec, Cursor& c) {
     return r;
 }
 
+// Each interval, stack and size takes at least two bytes: counts are checked against the bytes
+// left before anything is reserved.
+ShortLivedSamplesRecord decode_short_lived(const RawRecord& rec, Cursor& c) {
+    ShortLivedSamplesRecord r;
+    r.last_ticks = get_varint(rec, c);
+    r.shift = get_varint(rec, c);
+    if (r.shift >= 64) malformed(rec, "interval shift of 64 bits or more");
+    const uint64_t first_ticks = get_varint(rec, c);
+    auto count = [&](const char* what) {
+        const uint64_t n = get_varint(rec, c);
+        if (n > c.remaining() / 2) malformed(rec, what);
+        return n;
+    };
+    const uint64_t intervals = count("interval count exceeds record size");
+    for (uint64_t i = 0, interval = 0; i < intervals; ++i) {
+        interval += get_varint(rec, c);  // steps from the previous interval
+        const uint64_t ticks = first_ticks + (interval << r.shift);
+        const uint64_t stacks = count("stack count exceeds record size");
+        for (uint64_t s = 0, stack = 0; s < stacks; ++s) {
+            stack += get_varint(rec, c);
+            const uint64_t sizes = count("size count exceeds record size");
+            for (uint64_t z = 0, size = 0; z < sizes; ++z) {
+                size += get_varint(rec, c);
+                r.groups.push_back(ShortLivedGroup{ticks, stack, size, get_varint(rec, c)});
+            }
+        }
+    }
+    return r;
+}
+
 }  // namespace
 
 void RecordDecoder::require_thread(const RawRecord& rec) const {
@@ -383,6 +413,9 @@ void RecordDecoder::decode(const RawRecord& rec) {
         }
         case RecordKind::CacheMisses:
             visitor_.on_cache_misses(decode_cache_misses(rec, c));
+            return;
+        case RecordKind::ShortLivedSamples:
+            visitor_.on_short_lived_samples(decode_short_lived(rec, c));
             return;
     }
     visitor_.on_unknown(rec);

@@ -30,6 +30,8 @@ public:
     virtual void on_run_time(uint64_t /*tid*/, uint64_t /*ticks*/) {}  // a Time record moved the run's clock
     virtual void on_alloc_compact(const AllocCompactEvent&) {}
     virtual void on_free_compact(const FreeCompactEvent&) {}
+    // Samples born and dead within one interval, counted by the writer (version 6).
+    virtual void on_short_lived_samples(const ShortLivedSamplesRecord&) {}
     virtual void on_time_mark(const TimeMarkRecord&) {}
     virtual void on_end(const EndRecord&) {}
     virtual void on_fork(const ForkRecord&) {}

@@ -89,6 +89,22 @@ struct FreeCompactEvent {
     uint64_t seq = 0;
 };
 
+// Version 6, sampled traces: samples allocated and freed within one interval of 2^shift ticks,
+// counted instead of written one by one (ShortLivedSamples). Each group is `count` samples of
+// `size` bytes from `stack_id`, born and dead in the interval that starts at `ticks`.
+struct ShortLivedGroup {
+    uint64_t ticks = 0;
+    uint64_t stack_id = 0;
+    uint64_t size = 0;
+    uint64_t count = 0;
+};
+
+struct ShortLivedSamplesRecord {
+    uint64_t last_ticks = 0;  // the latest of their frees
+    uint64_t shift = 0;       // intervals are 2^shift ticks wide
+    std::vector<ShortLivedGroup> groups;  // by interval, then stack, then size
+};
+
 struct TimeMarkRecord {
     uint64_t ticks = 0;
     uint64_t monotonic_ns = 0;

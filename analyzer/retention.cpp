@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "format/sampling.h"
+#include "format/trace_format.h"
 
 namespace growtrace {
 
@@ -120,32 +121,34 @@ uint32_t RetentionModel::stack_index(uint64_t stack_id) {
     return it->second;
 }
 
-void RetentionModel::add_birth(uint32_t stack, uint64_t ticks, uint64_t size) {
+void RetentionModel::add_birth(uint32_t stack, uint64_t ticks, uint64_t size, uint64_t n) {
     const format::SampleWeight w = format::sample_weight(size, sample_period_);
+    const double times = static_cast<double>(n);
     WindowBin d;
     d.window = window_of(ticks);
-    d.births_bytes = w.bytes;
-    d.births = w.count;
+    d.births_bytes = w.bytes * times;
+    d.births = w.count * times;
     add_to_bins(stacks_[stack].bins, d);
     grow_dense(heap_, d.window);
     add_counts(heap_[d.window], d);
     StackRetention& st = stacks_[stack];
-    st.allocations += w.count;
-    st.allocated_bytes += w.bytes;
-    if (w.count > 0) ++st.samples;
+    st.allocations += d.births;
+    st.allocated_bytes += d.births_bytes;
+    if (w.count > 0) st.samples += n;
 }
 
-void RetentionModel::add_death(uint32_t stack, uint64_t ticks, uint64_t size) {
+void RetentionModel::add_death(uint32_t stack, uint64_t ticks, uint64_t size, uint64_t n) {
     const format::SampleWeight w = format::sample_weight(size, sample_period_);
+    const double times = static_cast<double>(n);
     WindowBin d;
     d.window = window_of(ticks);
-    d.deaths_bytes = w.bytes;
-    d.deaths = w.count;
-    d.death_samples = w.count > 0 ? 1 : 0;
+    d.deaths_bytes = w.bytes * times;
+    d.deaths = w.count * times;
+    d.death_samples = w.count > 0 ? static_cast<uint32_t>(n) : 0;
     add_to_bins(stacks_[stack].bins, d);
     grow_dense(heap_, d.window);
     add_counts(heap_[d.window], d);
-    deaths_estimate_ += w.count;
+    deaths_estimate_ += d.deaths;
 }
 
 void RetentionModel::add_survivor(const Slot& s) {
@@ -351,6 +354,23 @@ uint64_t RetentionModel::free_compact(const FreeCompactEvent& e, bool garbage, u
     ++totals_.matched_frees;
     compact_live_.erase(it);
     return death;
+}
+
+// The writer counts a sample only when it was born and dead within a window as narrow as any
+// this model can end up with: never more windows than the writer assumed.
+static_assert(RetentionModel::kMaxWindows <= format::kShortLivedReaderWindows);
+
+void RetentionModel::on_short_lived(const ShortLivedSamplesRecord& r) {
+    max_ticks_ = std::max(max_ticks_, r.last_ticks);
+    window_of(r.last_ticks);  // the windows the writer counted on, before any bin is added
+    for (const ShortLivedGroup& g : r.groups) {
+        if (!g.count) continue;
+        const uint32_t stack = stack_index(g.stack_id);
+        add_birth(stack, g.ticks, g.size, g.count);
+        add_death(stack, g.ticks, g.size, g.count);
+        free_records_ += g.count;
+        totals_.matched_frees += g.count;
+    }
 }
 
 RetentionResult RetentionModel::finish() {

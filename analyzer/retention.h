@@ -119,6 +119,11 @@ public:
     // and garbage awaiting a collection is never counted as held. Version 1 frees (addresses)
     // have no such variant: the writer has long written version 2 events.
     uint64_t on_garbage_free_compact(const FreeCompactEvent& e, uint64_t floor_ticks);
+    // Samples the writer counted (version 6): each born and dead within the interval starting
+    // at its group's ticks, so within one window here (the writer picked intervals no wider
+    // than this model's windows can be once they reach last_ticks). Counted at those ticks as
+    // the births and deaths their records would have given.
+    void on_short_lived(const ShortLivedSamplesRecord& r);
 
     // The stack of a live version-2 allocation, by sequence number (0 if none is live).
     uint64_t live_stack_id(uint64_t seq) const;
@@ -149,8 +154,9 @@ private:
     Slot birth(uint64_t stack_id, uint64_t ticks, uint64_t size);
     uint32_t window_of(uint64_t ticks);
     uint32_t stack_index(uint64_t stack_id);
-    void add_birth(uint32_t stack, uint64_t ticks, uint64_t size);
-    void add_death(uint32_t stack, uint64_t ticks, uint64_t size);
+    // `n` allocations of `size` bytes born (or dead) at `ticks`.
+    void add_birth(uint32_t stack, uint64_t ticks, uint64_t size, uint64_t n = 1);
+    void add_death(uint32_t stack, uint64_t ticks, uint64_t size, uint64_t n = 1);
     void add_survivor(const Slot& s);
     void retract_death(uint32_t stack, uint64_t ticks, uint64_t size);
     void grow_windows(uint64_t needed_index);

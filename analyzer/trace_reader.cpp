@@ -62,6 +62,7 @@ std::string record_kind_name(uint8_t kind) {
         case K::TypeCreate: return "TypeCreate";
         case K::CacheSize: return "CacheSize";
         case K::CacheMisses: return "CacheMisses";
+        case K::ShortLivedSamples: return "ShortLivedSamples";
         case K::Collection: return "Collection";
         case K::Container: return "Container";
         case K::Exiting: return "Exiting";

@@ -31,9 +31,13 @@ inline constexpr char kMagic[8] = {'G', 'R', 'O', 'W', 'T', 'R', 'C', '\n'};
 //   5 = a block may be stored with codec ZstdWithPrefix: one zstd frame compressed with the
 //       decoded records of the block before it as its prefix (docs/trace-format.md, "Block").
 //       Sampled traces are written as version 5; full traces are still version 3.
-inline constexpr uint32_t kVersion = 5;
+//   6 = a sampled trace may carry ShortLivedSamples records: the samples allocated and freed
+//       within one interval of a block, counted per stack and size instead of written as an
+//       AllocCompact and a FreeCompact each (docs/trace-format.md, "ShortLivedSamples").
+//       Sampled traces are written as version 6; full traces are still version 3.
+inline constexpr uint32_t kVersion = 6;
 inline constexpr uint32_t kFullVersion = 3;
-inline constexpr uint32_t kSampledVersion = 5;
+inline constexpr uint32_t kSampledVersion = 6;
 inline constexpr uint32_t kFirstPrefixVersion = 5;  // the first version that may use ZstdWithPrefix
 
 struct FileHeader {
@@ -189,7 +193,24 @@ enum class RecordKind : uint8_t {
     //   string name, string owner_type, string key_types, string value_types ('\0'-separated
     //   type names of its newest entries), varint m, m x varint entry (1-based index)
     Container = 0x36,
+    // Version 6, sampled traces only, outside thread runs: samples that were allocated and
+    // freed within one interval of 2^shift ticks, counted instead of written one by one
+    // (docs/trace-format.md, "ShortLivedSamples"). Interval i starts at first_ticks +
+    // i * 2^shift; intervals are aligned on the Process record's start_ticks.
+    //   varint last_ticks (the latest of their frees), varint shift, varint first_ticks,
+    //   varint intervals, intervals x (varint interval step, varint stacks, stacks x (varint
+    //   stack_id step, varint sizes, sizes x (varint size step, varint count))): intervals,
+    //   stack ids and sizes in increasing order, each the step from the previous one (the
+    //   first from 0)
+    ShortLivedSamples = 0x37,
 };
+
+// A sampled trace's writer counts a sample in a ShortLivedSamples record only when its
+// allocation and its free fall into one interval of 2^shift ticks counted from the trace's
+// start, with shift the narrowest window a reader can use that divides the trace so far into at
+// most this many windows: a reader whose windows are that coarse or coarser sees the sample
+// born and dead in the same window, as it would have from the two records.
+inline constexpr uint32_t kShortLivedReaderWindows = 512;
 
 inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;
 

@@ -42,6 +42,13 @@ public:
     // (at `ticks`, the writer's clock), once every thread's buffer has been processed. `final`
     // (the trace ends) counts the misses still held open too.
     void write_miss_counts(uint64_t ticks, bool final, Sink sink);
+    // Sampled traces, once the writer has a whole block of records (`block`, everything written
+    // since the previous call) to write: the samples allocated and freed in it within one
+    // interval (format::kShortLivedReaderWindows), which nothing else names, are taken out and
+    // counted in one ShortLivedSamples record at its end. The block so rewritten goes to `out`
+    // (`out_capacity` bytes); returns its size, or 0 when the block is to be written as it is.
+    // Either way the allocations numbered from then on follow the block as written.
+    size_t fold_short_lived(const uint8_t* block, size_t size, uint8_t* out, size_t out_capacity);
 
     uint64_t live_allocations() const { return live_.size; }
 
@@ -139,13 +146,40 @@ private:
     void write_held();
     void write_thread_event(uint8_t kind, const uint8_t* rest, size_t size);
 
+    // Sampled traces: what the current block holds of each allocation written since the block
+    // began (the ledger), for fold_short_lived(). A sample becomes a candidate once its free is
+    // written in the same block; anything that names it otherwise (a TypeCreate, a Container,
+    // a free inside a collection, whose position the reader needs) keeps it as it is.
+    static constexpr size_t kLedgerEntries = 8192;  // the openai reproduction: ~1,800 a block
+    enum class LedgerState : uint8_t { Kept, Live, Freed };
+    struct LedgerEntry {
+        uint64_t stack, size;
+        uint64_t birth, death;    // the written (reader's) ticks of its AllocCompact and FreeCompact
+        uint32_t removed_before;  // fold: allocations taken out of the block up to this one
+        LedgerState state;
+    };
+    LedgerEntry* ledger_entry(uint64_t id);
+    void keep_allocation(uint64_t id);
+    bool collecting(uint64_t tid) const;
+    void note_collection(const uint8_t* rest, size_t size);
+    // Allocations taken out of the current block up to allocation `id` (fold_short_lived).
+    uint64_t removed_up_to(uint64_t id, uint64_t entries, uint64_t removed) const;
+    void start_ledger();
+    // fold_short_lived's work once it knows which `removed` allocations of the ledger to take
+    // out: the block rewritten into `out`, ending with the ShortLivedSamples record; 0 if it
+    // did not fit or was not the block the ledger describes.
+    size_t write_folded(const uint8_t* block, size_t size, uint8_t* out, size_t out_capacity, uint64_t entries,
+                        uint64_t removed, unsigned shift, uint64_t last);
+    bool write_short_lived(uint8_t*& out, uint8_t* end, uint64_t removed, unsigned shift, uint64_t last);
+
     uint64_t type_allocation(const uint8_t* payload, size_t size);
     // A Container record's leading block addresses, rewritten into `out` as allocations;
     // returns the rewritten payload's size (0: left as it was).
     size_t container_allocations(const uint8_t* payload, size_t size, uint8_t* out, size_t out_size);
     void emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack);
     void emit_free(uint64_t ticks, uint64_t addr);
-    void emit_free_of(uint64_t id, uint64_t ticks);
+    // `countable`: a sample freed here may be counted in a ShortLivedSamples record.
+    void emit_free_of(uint64_t id, uint64_t ticks, bool countable);
     void sync_time(uint64_t ticks);
     void put(uint8_t kind, const uint8_t* payload, size_t size);
     void put_small(format::RecordKind kind, uint64_t a);
@@ -169,6 +203,16 @@ private:
     CacheState caches_[kTrackedCaches] = {};
     HeldThread held_[kHeldThreads] = {};
     uint64_t held_count_ = 0;  // misses held, all threads
+
+    LedgerEntry* ledger_ = nullptr;     // kLedgerEntries, mapped at the first sampled allocation
+    uint32_t* ledger_order_ = nullptr;  // kLedgerEntries, for sorting the counted ones
+    uint64_t ledger_base_ = 0;          // allocations_ when the block began
+    uint64_t origin_ticks_ = 0;         // the Process record's start_ticks (0: not seen yet)
+    // Threads inside a full collection (Collection start without its stop): their frees are
+    // garbage reclaimed, which the reader dates by position.
+    static constexpr size_t kCollectingThreads = 8;
+    uint64_t collecting_[kCollectingThreads] = {};
+    uint32_t collecting_untracked_ = 0;  // collections beyond that: every free is kept then
 };
 
 }  // namespace growtrace::preload

@@ -78,6 +78,16 @@ std::atomic<uint64_t> g_exit_ticks{0};  // writer_note_exit
 uint8_t* g_block = nullptr;  // records being assembled into the next block
 size_t g_block_used = 0, g_block_capacity = 0;
 bool g_write_failed = false;
+// Sampled traces: the block as written, once the compactor has counted its short-lived samples
+// (TraceCompactor::fold_short_lived). Counting renumbers the block's allocations, so a block is
+// only cut between two of the compactor's calls (g_hold_cut while it works on a buffer: the
+// block may then pass kBlockTarget by what one buffer gives).
+uint8_t* g_folded = nullptr;
+size_t g_folded_capacity = 0;
+bool g_hold_cut = false;
+// Room beyond the block's own size for the rewritten block: the count record is mostly smaller
+// than the records it replaces, and a block that would not fit is written as it was.
+constexpr size_t kFoldSlack = 64 * 1024;
 
 bool reserve(uint8_t*& data, size_t& capacity, size_t needed) {
     if (needed <= capacity) return true;
@@ -126,7 +136,15 @@ void write_block_now() {
         g_block_used = 0;
         return;
     }
-    if (!g_file->write_block(g_block, g_block_used)) {
+    const uint8_t* records = g_block;
+    size_t size = g_block_used;
+    if (sampling_enabled() && reserve(g_folded, g_folded_capacity, g_block_used + kFoldSlack)) {
+        if (size_t folded = g_compactor.fold_short_lived(g_block, g_block_used, g_folded, g_folded_capacity)) {
+            records = g_folded;
+            size = folded;
+        }
+    }
+    if (!g_file->write_block(records, size)) {
         g_write_failed = true;
         char why[4200];
         if (g_file->was_removed()) snprintf(why, sizeof why, "trace file %s was removed", g_file->path());
@@ -137,7 +155,7 @@ void write_block_now() {
 }
 
 void append(const uint8_t* data, size_t size) {
-    if (g_block_used + size > kBlockTarget) write_block_now();
+    if (g_block_used + size > kBlockTarget && !g_hold_cut) write_block_now();
     if (reserve(g_block, g_block_capacity, g_block_used + size)) {
         memcpy(g_block + g_block_used, data, size);
         g_block_used += size;
@@ -151,14 +169,17 @@ constexpr size_t kSmallCopy = 16;
 
 void append_compacted(const uint8_t* data, size_t size) {
     if (size > kSmallCopy) return append(data, size);
-    if (g_block_used + size > kBlockTarget) write_block_now();
+    if (g_block_used + size > kBlockTarget && !g_hold_cut) write_block_now();
     if (!reserve(g_block, g_block_capacity, g_block_used + kSmallCopy)) return;
     memcpy(g_block + g_block_used, data, kSmallCopy);
     g_block_used += size;
 }
 
 void append_buffer(Buffer* buffer) {
+    g_hold_cut = sampling_enabled();
     g_compactor.process(buffer->data, buffer->used, append_compacted);
+    g_hold_cut = false;
+    if (g_block_used > kBlockTarget) write_block_now();
     pool_put(buffer);
 }
 

@@ -257,8 +257,9 @@ TEST(Stress, SampledBuffersThatFillUpAreWrittenWithoutLoss) {
     EXPECT_EQ(site->allocations, 1000000u);
     EXPECT_EQ(site->live_count, 0u) << "every free matched its allocation";
     EXPECT_EQ(json["totals"]["unmatched_frees"], 0);
-    // A sampled trace is version 5 and its blocks after the first refer back into the block
-    // before (ZstdWithPrefix); the counts above show that every one of them decoded whole.
+    // A sampled trace is format::kSampledVersion (5 or later) and its blocks after the first
+    // refer back into the block before (ZstdWithPrefix); the counts above show that every one of
+    // them decoded whole.
     std::ifstream in(trace, std::ios::binary);
     std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     ASSERT_GE(bytes.size(), sizeof(format::FileHeader));

@@ -170,6 +170,25 @@ TEST(AnalyzerAnalysis, DumpPrintsEveryRecordWithBlockOffsets) {
     EXPECT_NE(s.find("ended cleanly"), std::string::npos) << s;
 }
 
+// A ShortLivedSamples record: each count with its interval's start, stack and size.
+TEST(AnalyzerAnalysis, DumpPrintsCountedShortLivedSamples) {
+    format::RecordEncoder rec(format::RecordKind::ShortLivedSamples);
+    rec.varint(5000).varint(8).varint(1024).varint(2);      // last, shift, first interval, 2 intervals
+    rec.varint(0).varint(1).varint(7).varint(1).varint(64).varint(3);  // interval 0: stack 7, 3 x 64
+    rec.varint(2).varint(1).varint(9).varint(1).varint(80).varint(1);  // interval 2: stack 9, 1 x 80
+    TraceBuilder b;
+    b.process(9, 0, 0).record(format::RecordEncoder(format::RecordKind::Sampling).varint(4096)).record(rec);
+    b.end(6000, 6000);
+    const std::string path = temp_trace_path("dump_short_lived");
+    b.write(path, format::kSampledVersion);
+    std::ostringstream out, err;
+    EXPECT_EQ(dump_command(path, out, err), kExitOk);
+    EXPECT_NE(out.str().find("ShortLivedSamples last_ticks=5000 interval=256 ticks "
+                             "[1024:stack=7,size=64x3 1536:stack=9,size=80x1]"),
+              std::string::npos)
+        << out.str();
+}
+
 // --- sampled traces ---
 
 // The cache_demo program of write_cache_trace, made 20 times bigger (20,000 kept blocks) and

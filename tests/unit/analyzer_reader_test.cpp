@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct Collector : RecordVisitor {
     std::vector<TracerErrorRecord> errors;
     std::vector<uint8_t> unknown_kinds;
     std::vector<CacheMissesRecord> miss_counts;
+    std::vector<ShortLivedSamplesRecord> short_lived;
 
     void on_process(const ProcessRecord& r) override { processes.push_back(r); }
     void on_module(const ModuleRecord& r) override { modules.push_back(r); }
@@ -58,6 +60,7 @@ struct Collector : RecordVisitor {
     void on_tracer_error(const TracerErrorRecord& r) override { errors.push_back(r); }
     void on_unknown(const RawRecord& r) override { unknown_kinds.push_back(r.kind); }
     void on_cache_misses(const CacheMissesRecord& r) override { miss_counts.push_back(r); }
+    void on_short_lived_samples(const ShortLivedSamplesRecord& r) override { short_lived.push_back(r); }
 };
 
 std::string read_error(const std::string& path) {
@@ -388,40 +391,43 @@ TEST(AnalyzerReader, VersionThreeKnowsItsFlags) {
 // Flipping any 1, 2 or 3 bits of a version 3 trace is reported: never a silent, different read.
 // (Version 5 as well, with its prefixed blocks: a flip of its version to 4 would be read alike
 // but for those blocks, which version 4 does not have.)
+// Every flip of 1 bit, and 3,000 flips of 2 or 3, of `good`: each is reported.
+void expect_every_bit_flip_is_an_error(const std::vector<uint8_t>& good) {
+    const std::string path = temp_trace_path("bitflip");
+    auto expect_error = [&](const std::vector<uint8_t>& bytes, const std::string& what) {
+        write_file(path, bytes);
+        Collector c;
+        try {
+            read_trace(path, c);
+            ADD_FAILURE() << "read without error after flipping " << what;
+        } catch (const TraceError&) {
+        }
+    };
+    for (size_t bit = 0; bit < good.size() * 8; ++bit) {
+        auto bytes = good;
+        bytes[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+        expect_error(bytes, "bit " + std::to_string(bit));
+    }
+    uint64_t state = 12345;
+    auto next = [&] { return (state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
+    for (int trial = 0; trial < 3000; ++trial) {
+        auto bytes = good;
+        int flips = 2 + trial % 2;
+        std::string what;
+        for (int f = 0; f < flips; ++f) {
+            size_t bit = next() % (good.size() * 8);
+            bytes[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+            what += " " + std::to_string(bit);
+        }
+        if (bytes != good) expect_error(bytes, "bits" + what);
+    }
+}
+
 TEST(AnalyzerReader, EveryBitFlipInAVersionThreeTraceIsAnError) {
     for (auto [version, codec] : {std::pair{format::kFullVersion, format::Codec::Raw},
                                   std::pair{format::kFullVersion, format::Codec::Zstd},
-                                  std::pair{format::kSampledVersion, format::Codec::ZstdWithPrefix}}) {
-        auto good = every_kind().bytes(version, codec);
-        const std::string path = temp_trace_path("bitflip");
-        auto expect_error = [&](const std::vector<uint8_t>& bytes, const std::string& what) {
-            write_file(path, bytes);
-            Collector c;
-            try {
-                read_trace(path, c);
-                ADD_FAILURE() << "read without error after flipping " << what;
-            } catch (const TraceError&) {
-            }
-        };
-        for (size_t bit = 0; bit < good.size() * 8; ++bit) {
-            auto bytes = good;
-            bytes[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-            expect_error(bytes, "bit " + std::to_string(bit));
-        }
-        uint64_t state = 12345;
-        auto next = [&] { return (state = state * 6364136223846793005ull + 1442695040888963407ull) >> 33; };
-        for (int trial = 0; trial < 3000; ++trial) {
-            auto bytes = good;
-            int flips = 2 + trial % 2;
-            std::string what;
-            for (int f = 0; f < flips; ++f) {
-                size_t bit = next() % (good.size() * 8);
-                bytes[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-                what += " " + std::to_string(bit);
-            }
-            if (bytes != good) expect_error(bytes, "bits" + what);
-        }
-    }
+                                  std::pair{format::kSampledVersion, format::Codec::ZstdWithPrefix}})
+        expect_every_bit_flip_is_an_error(every_kind().bytes(version, codec));
 }
 
 TEST(AnalyzerReader, NeverCrashesOnByteFlips) {
@@ -442,6 +448,17 @@ TEST(AnalyzerReader, NeverCrashesOnByteFlips) {
     }
 }
 
+// A sampled trace of the Process record, `rec` and the End record, read back.
+Collector read_sampled(const format::RecordEncoder& rec, const std::string& name) {
+    TraceBuilder b;
+    b.process(1, 0, 0, "/usr/bin/python3", "python3").record(rec).end(10000, 10000);
+    const std::string path = temp_trace_path(name);
+    b.write(path, format::kSampledVersion);
+    Collector c;
+    read_trace(path, c);
+    return c;
+}
+
 // CacheMisses (version 4): per cache, the counted misses, their first and last ticks (the
 // last as a delta), the entry counts and the inserting stacks with their misses.
 TEST(AnalyzerReader, DecodesCacheMissCounts) {
@@ -450,12 +467,7 @@ TEST(AnalyzerReader, DecodesCacheMissCounts) {
     rec.varint(3).varint(40).varint(38).varint(1000).varint(900).varint(12).varint(128).varint(2);
     rec.varint(7).varint(30).varint(2).varint(10);  // stacks 7 and 9, as steps
     rec.varint(4).varint(1).varint(1).varint(4000).varint(0).varint(0).varint(1).varint(0);
-    TraceBuilder b;
-    b.process(1, 0, 0, "/usr/bin/python3", "python3").record(rec).end(6000, 6000);
-    const std::string path = temp_trace_path("cache_misses");
-    b.write(path, format::kSampledVersion);
-    Collector c;
-    read_trace(path, c);
+    const Collector c = read_sampled(rec, "cache_misses");
     ASSERT_EQ(c.miss_counts.size(), 1u);
     const CacheMissesRecord& r = c.miss_counts[0];
     EXPECT_EQ(r.ticks, 5000u);
@@ -481,6 +493,54 @@ TEST(AnalyzerReader, CacheMissCountsClaimingMoreCachesThanTheRecordHoldsAreAnErr
     b.process(1, 0, 0, "/usr/bin/python3", "python3").record(rec);
     EXPECT_NE(read_error(b.bytes(format::kSampledVersion), "cache_misses_bad").find("cache count exceeds record size"),
               std::string::npos);
+}
+
+// ShortLivedSamples (version 6): intervals from first_ticks in steps of 2^shift, stacks and
+// sizes as steps, each size with its count.
+format::RecordEncoder short_lived_record() {
+    format::RecordEncoder rec(format::RecordKind::ShortLivedSamples);
+    rec.varint(9000).varint(10).varint(4096).varint(2);  // last, shift, first interval, 2 intervals
+    rec.varint(0).varint(2);                             // interval 0: 2 stacks
+    rec.varint(7).varint(2).varint(64).varint(3).varint(36).varint(1);  // stack 7: 3 x 64, 1 x 100
+    rec.varint(2).varint(1).varint(5000).varint(2);                     // stack 9: 2 x 5000
+    rec.varint(3).varint(1).varint(7).varint(1).varint(64).varint(4);    // interval 3: stack 7, 4 x 64
+    return rec;
+}
+
+TEST(AnalyzerReader, DecodesShortLivedSamples) {
+    const Collector c = read_sampled(short_lived_record(), "short_lived");
+    ASSERT_EQ(c.short_lived.size(), 1u);
+    const ShortLivedSamplesRecord& r = c.short_lived[0];
+    EXPECT_EQ(r.last_ticks, 9000u);
+    EXPECT_EQ(r.shift, 10u);
+    auto as_tuples = [](const std::vector<ShortLivedGroup>& groups) {
+        std::vector<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>> out;
+        for (const ShortLivedGroup& g : groups) out.emplace_back(g.ticks, g.stack_id, g.size, g.count);
+        return out;
+    };
+    EXPECT_EQ(as_tuples(r.groups), (std::vector<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>>{
+                                       {4096, 7, 64, 3}, {4096, 7, 100, 1}, {4096, 9, 5000, 2}, {4096 + 3 * 1024, 7, 64, 4}}));
+    EXPECT_TRUE(c.unknown_kinds.empty());
+}
+
+TEST(AnalyzerReader, ShortLivedSamplesClaimingMoreThanTheRecordHoldsAreAnError) {
+    for (auto [fields, what] : {std::pair{std::vector<uint64_t>{9000, 10, 4096, 1000, 0}, "interval count exceeds"},
+                                std::pair{std::vector<uint64_t>{9000, 10, 4096, 1, 0, 1000}, "stack count exceeds"},
+                                std::pair{std::vector<uint64_t>{9000, 10, 4096, 1, 0, 1, 7, 900}, "size count exceeds"},
+                                std::pair{std::vector<uint64_t>{9000, 64, 4096, 0}, "shift of 64 bits"}}) {
+        format::RecordEncoder rec(format::RecordKind::ShortLivedSamples);
+        for (uint64_t v : fields) rec.varint(v);
+        TraceBuilder b;
+        b.process(1, 0, 0).record(rec);
+        EXPECT_NE(read_error(b.bytes(format::kSampledVersion), "short_lived_bad").find(what), std::string::npos) << what;
+    }
+}
+
+// A sampled trace with counted samples, in prefixed blocks: every flip is still reported.
+TEST(AnalyzerReader, EveryBitFlipInATraceWithShortLivedSamplesIsAnError) {
+    TraceBuilder b = every_kind();
+    b.record(short_lived_record());
+    expect_every_bit_flip_is_an_error(b.bytes(format::kSampledVersion, format::Codec::ZstdWithPrefix));
 }
 
 }  // namespace

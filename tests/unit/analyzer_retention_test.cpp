@@ -2,6 +2,8 @@
 // allocated before tracing, and bounded windows.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <map>
 #include <random>
 
@@ -146,6 +148,70 @@ TEST(AnalyzerRetention, CompactEventsAreMatchedBySequenceNumber) {
     EXPECT_EQ(r.totals.unmatched_frees, 1u);
     EXPECT_EQ(find_stack(r, 1)->live_bytes, 0u);
     EXPECT_EQ(find_stack(r, 2)->live_count, 1u);
+}
+
+// Samples the writer counted (ShortLivedSamples) are the births and deaths their records gave:
+// the same samples as pairs of compact events, each born and dead within one window, and as
+// counts at the start of their intervals give the same figures per stack, window and in all.
+TEST(AnalyzerRetention, CountedShortLivedSamplesAreTheirPairs) {
+    // Intervals of 64 ticks, 300 of them: as the writer picks them, the narrowest that 512
+    // windows over the whole span can be.
+    constexpr uint64_t kPeriod = 4096, kShift = 6;
+    RetentionModel pairs, counts;
+    for (RetentionModel* m : {&pairs, &counts}) {
+        m->set_origin(1000);
+        m->set_sample_period(kPeriod);
+    }
+    ShortLivedSamplesRecord record;
+    record.shift = kShift;
+    uint64_t seq = 0;
+    std::mt19937_64 random(7);
+    for (uint64_t interval = 0; interval < 300; ++interval) {
+        const uint64_t start = 1000 + (interval << kShift);
+        for (uint64_t stack : {1, 2, 3}) {
+            const uint64_t size = 16 + 1000 * stack, n = 1 + random() % 4;
+            for (uint64_t i = 0; i < n; ++i) {
+                const uint64_t born = start + random() % 32, dead = born + random() % 32;
+                pairs.on_alloc_compact(AllocCompactEvent{stack, born, size, stack, ++seq});
+                pairs.on_free_compact(FreeCompactEvent{stack, dead, seq});
+                record.last_ticks = std::max(record.last_ticks, dead);
+            }
+            record.groups.push_back(ShortLivedGroup{start, stack, size, n});
+        }
+        // A block that stays, to have a level.
+        pairs.on_alloc_compact(AllocCompactEvent{9, start + 1, 50000, 4, ++seq});
+        counts.on_alloc_compact(AllocCompactEvent{9, start + 1, 50000, 4, seq});
+    }
+    counts.on_short_lived(record);
+    const RetentionResult a = pairs.finish(), b = counts.finish();
+    EXPECT_EQ(a.shift, b.shift);
+    ASSERT_GE(a.shift, kShift) << "windows at least as wide as the intervals";
+    EXPECT_EQ(a.num_windows, b.num_windows);
+    auto near = [](double x, double y) { return std::abs(x - y) <= 1e-9 * std::max({1.0, std::abs(x), std::abs(y)}); };
+    for (uint64_t id : {1, 2, 3, 4}) {
+        const StackRetention *x = find_stack(a, id), *y = find_stack(b, id);
+        ASSERT_TRUE(x && y) << id;
+        EXPECT_TRUE(near(x->allocations, y->allocations)) << id;
+        EXPECT_TRUE(near(x->allocated_bytes, y->allocated_bytes)) << id;
+        EXPECT_EQ(x->samples, y->samples) << id;
+        EXPECT_EQ(x->live_samples, y->live_samples) << id;
+        ASSERT_EQ(x->bins.size(), y->bins.size()) << id;
+        for (size_t i = 0; i < x->bins.size(); ++i) {
+            EXPECT_EQ(x->bins[i].window, y->bins[i].window);
+            EXPECT_TRUE(near(x->bins[i].births_bytes, y->bins[i].births_bytes));
+            EXPECT_TRUE(near(x->bins[i].deaths_bytes, y->bins[i].deaths_bytes));
+            EXPECT_TRUE(near(x->bins[i].births, y->bins[i].births));
+            EXPECT_EQ(x->bins[i].death_samples, y->bins[i].death_samples);
+        }
+    }
+    EXPECT_GT(find_stack(a, 1)->samples, 300u);
+    ASSERT_EQ(a.heap.size(), b.heap.size());
+    for (size_t w = 0; w < a.heap.size(); ++w) EXPECT_TRUE(near(a.heap[w].births_bytes, b.heap[w].births_bytes));
+    EXPECT_TRUE(near(a.totals.allocations, b.totals.allocations));
+    EXPECT_TRUE(near(a.totals.frees, b.totals.frees));
+    EXPECT_TRUE(near(a.totals.peak_bytes, b.totals.peak_bytes));
+    EXPECT_EQ(a.totals.samples, b.totals.samples);
+    EXPECT_EQ(a.totals.matched_frees, b.totals.matched_frees);
 }
 
 // Frees inside a full collection are garbage: dead since the full collection before (what it

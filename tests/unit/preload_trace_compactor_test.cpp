@@ -7,15 +7,22 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "analyzer/analysis.h"
+#include "analyzer/record_decoder.h"
+#include "format/record_encoder.h"
 #include "format/trace_format.h"
 #include "format/varint.h"
 #include "preload/sampler.h"
 #include "preload/trace_compactor.h"
+#include "trace_builder.h"
 
 namespace growtrace::preload {
 namespace {
@@ -796,6 +803,344 @@ TEST_F(TraceCompactorTest, FullTraceWritesEveryMissOfABoundedCache) {
             .event(RecordKind::CacheInsert, 1002 + 2 * i, miss_end(1, i + 1));
     EXPECT_EQ(count_kind(process(run), RecordKind::CacheInsert), 10u);
     EXPECT_TRUE(miss_counts(5000).empty());
+}
+
+
+// --- sampled traces: short-lived samples are counted per block ---
+
+// What a reader makes of a trace written from whole blocks of records (the writer's blocks).
+struct ReadBack : RecordVisitor {
+    struct Event {
+        uint8_t kind;
+        uint64_t tid, ticks, value;  // AllocCompact: size; FreeCompact: size of what it frees; TypeCreate: size held
+    };
+    std::vector<Event> events;
+    std::vector<uint64_t> sizes;  // of allocation n at [n - 1]
+    std::vector<ShortLivedGroup> short_lived;
+    std::vector<uint64_t> short_lived_last;
+
+    void on_alloc_compact(const AllocCompactEvent& e) override {
+        sizes.push_back(e.size);
+        events.push_back({0x12, e.tid, e.ticks, e.size});
+    }
+    void on_free_compact(const FreeCompactEvent& e) override { events.push_back({0x13, e.tid, e.ticks, sizes.at(e.seq - 1)}); }
+    void on_type_create(const TypeCreateRecord& r) override {
+        events.push_back({0x32, r.tid, r.ticks, r.allocation_seq ? sizes.at(r.allocation_seq - 1) : ~uint64_t{0}});
+    }
+    void on_cache_insert(const CacheInsertRecord& r) override { events.push_back({0x31, r.tid, r.ticks, r.phase}); }
+    void on_collection(const CollectionRecord& r) override { events.push_back({0x35, r.tid, r.ticks, r.phase}); }
+    void on_short_lived_samples(const ShortLivedSamplesRecord& r) override {
+        short_lived.insert(short_lived.end(), r.groups.begin(), r.groups.end());
+        short_lived_last.push_back(r.last_ticks);
+    }
+};
+
+bool operator==(const ReadBack::Event& a, const ReadBack::Event& b) {
+    return a.kind == b.kind && a.tid == b.tid && a.ticks == b.ticks && a.value == b.value;
+}
+
+std::ostream& operator<<(std::ostream& out, const ReadBack::Event& e) {
+    return out << "{kind " << int(e.kind) << " tid " << e.tid << " ticks " << e.ticks << " value " << e.value << "}";
+}
+
+std::vector<uint8_t> encoded(const format::RecordEncoder& rec) {
+    std::vector<uint8_t> out(rec.size());
+    rec.finish(out.data());
+    return out;
+}
+
+// The records a sampled trace's writer puts before the first thread run.
+std::vector<uint8_t> trace_start(uint64_t start_ticks, uint64_t sample_period) {
+    format::RecordEncoder process(RecordKind::Process);
+    process.varint(4242).varint(1).varint(start_ticks).varint(start_ticks).varint(1).string("/bin/app").string("app").string("");
+    format::RecordEncoder sampling(RecordKind::Sampling);
+    sampling.varint(sample_period);
+    std::vector<uint8_t> out = encoded(process);
+    std::vector<uint8_t> more = encoded(sampling);
+    out.insert(out.end(), more.begin(), more.end());
+    return out;
+}
+
+// A trace file of these blocks of records, as the writer stores them (checksummed, prefixed).
+std::string write_blocks(const std::vector<std::vector<uint8_t>>& blocks, const std::string& name) {
+    growtrace::testing::TraceBuilder b;
+    for (const std::vector<uint8_t>& block : blocks) {
+        format::Cursor c(block.data(), block.data() + block.size());
+        uint8_t kind = 0;
+        uint64_t length = 0;
+        while (c.byte(kind) && c.varint(length)) {
+            b.raw_record(kind, std::vector<uint8_t>(c.position(), c.position() + length));
+            c.skip(static_cast<size_t>(length));
+        }
+        EXPECT_TRUE(c.at_end());
+        b.end_block(format::Codec::ZstdWithPrefix);
+    }
+    const std::string path = growtrace::testing::temp_trace_path(name);
+    b.write(path, format::kSampledVersion, format::Codec::ZstdWithPrefix);
+    return path;
+}
+
+ReadBack read_back(const std::vector<std::vector<uint8_t>>& blocks, const std::string& name) {
+    ReadBack r;
+    read_trace(write_blocks(blocks, name), r);
+    return r;
+}
+
+// What a compactor that never folds wrote (the trace as it was before short-lived samples).
+std::vector<uint8_t> g_plain_output;
+
+void collect_plain(const uint8_t* data, size_t size) { g_plain_output.insert(g_plain_output.end(), data, data + size); }
+
+class ShortLivedTest : public SampledCompactorTest {
+protected:
+    void TearDown() override {
+        plain.reset();
+        SampledCompactorTest::TearDown();
+    }
+    // The same runs through the compactor that never folds: the block as it used to be.
+    std::vector<uint8_t> plain_block(const RunBuilder& runs, std::vector<uint8_t> head = {}) {
+        g_plain_output = std::move(head);
+        plain.process(runs.bytes().data(), runs.bytes().size(), collect_plain);
+        return g_plain_output;
+    }
+    // Runs through the compactor, its records left undecoded (Collection records among them).
+    void feed(const RunBuilder& runs) { compactor.process(runs.bytes().data(), runs.bytes().size(), collect); }
+    // The block of everything the compactor wrote since `first` sink call, after `head`.
+    std::vector<uint8_t> block_since(size_t first, std::vector<uint8_t> head = {}) {
+        for (size_t i = first; i < g_sink_calls.size(); ++i)
+            head.insert(head.end(), g_sink_calls[i].begin(), g_sink_calls[i].end());
+        return head;
+    }
+    // The block as the writer writes it: folded when something was counted.
+    std::vector<uint8_t> folded(const std::vector<uint8_t>& block) {
+        std::vector<uint8_t> out(block.size() + 64 * 1024);
+        size_t n = compactor.fold_short_lived(block.data(), block.size(), out.data(), out.size());
+        if (!n) return block;
+        out.resize(n);
+        return out;
+    }
+
+    TraceCompactor plain;
+};
+
+// Start of the trace, and where its events begin: 600 grid steps in, the writer's intervals are
+// two grid steps wide (600 x 2^23 ticks needs windows of 2^24 to make at most 512 of them), and
+// start at even steps from the trace's start.
+constexpr uint64_t kOrigin = 7 * kGrid;
+constexpr uint64_t kAt = kOrigin + 600 * kGrid;
+
+// A sample allocated and freed within one interval, that nothing else names, leaves the block
+// as a count; the others stay as they were: one freed in the next interval, one a TypeCreate
+// names, one freed inside a collection, one still live, and a weightless class allocation.
+// Every record left is read at the time and with the allocation it had.
+TEST_F(ShortLivedTest, SamplesBornAndFreedWithinAnIntervalAreCountedAndTheRestReadAsBefore) {
+    constexpr uint64_t kC = 0x7f0000003000, kD = 0x7f0000004000, kE = 0x7f0000005000, kF = 0x7f0000006000;
+    constexpr uint64_t kG = 0x7f0000007000;
+    RunBuilder run;
+    run.thread(1, kAt);
+    run.alloc(kAt + 5, 100, kA, 1).free(kAt + 100, kA);                          // counted
+    run.alloc(kAt + kGrid + 5, 201, kB, 2).free(kAt + 2 * kGrid + 5, kB);        // into the next interval
+    run.alloc(kAt + 2 * kGrid + 10, 302, kC, 3);                                // named by a TypeCreate
+    run.event(RecordKind::TypeCreate, kAt + 2 * kGrid + 20, type_create(kC + format::kPythonGcHeaderBytes));
+    run.free(kAt + 2 * kGrid + 30, kC);
+    run.alloc(kAt + 2 * kGrid + 40, 403, kD, 4);                                // stays live
+    run.alloc(kAt + 2 * kGrid + 50, 100, kF, 1).free(kAt + 2 * kGrid + 60, kF);  // counted
+    run.event(RecordKind::TypeCreate, kAt + 2 * kGrid + 70, type_create(kG + format::kPythonGcHeaderBytes));
+    run.free(kAt + 2 * kGrid + 80, kG);                                         // weightless: no sample
+    run.thread(2, kAt + 3 * kGrid);
+    run.event(RecordKind::Collection, kAt + 3 * kGrid, varints({0, 2, 0}));
+    run.alloc(kAt + 3 * kGrid + 1, 505, kE, 5).free(kAt + 3 * kGrid + 2, kE);    // garbage of a collection
+    run.event(RecordKind::Collection, kAt + 3 * kGrid + 3, varints({1, 2, 0}));
+    run.alloc(kAt + 3 * kGrid + 4, 100, kA, 1).free(kAt + 3 * kGrid + 9, kA);    // counted, thread 2
+    feed(run);
+    const std::vector<uint8_t> first = block_since(0, trace_start(kOrigin, 4096));
+    const std::vector<uint8_t> plain_first = plain_block(run, trace_start(kOrigin, 4096));
+    ASSERT_EQ(first, plain_first);
+
+    // The next block frees the live sample: by its number as the folded block left it.
+    RunBuilder later;
+    later.thread(1, kAt + 9 * kGrid).free(kAt + 9 * kGrid + 1, kD).alloc(kAt + 9 * kGrid + 2, 606, kB, 6);
+    const size_t calls = g_sink_calls.size();
+    const std::vector<uint8_t> folded_first = folded(first);
+    feed(later);
+    const std::vector<uint8_t> second = block_since(calls);
+    ASSERT_EQ(folded(second), second) << "nothing to count in the second block";
+
+    ReadBack as_written = read_back({plain_first, plain_block(later)}, "short_lived_as_is");
+    ReadBack as_folded = read_back({folded_first, second}, "short_lived_folded");
+    std::vector<ReadBack::Event> expected;
+    for (const ReadBack::Event& e : as_written.events)
+        if (e.value != 100) expected.push_back(e);
+    EXPECT_EQ(as_folded.events, expected);
+    EXPECT_TRUE(as_written.short_lived.empty());
+    ASSERT_EQ(as_folded.short_lived.size(), 2u);
+    // Intervals of 2^24 ticks from the start: grid steps 600-601 and 602-603.
+    EXPECT_EQ(as_folded.short_lived[0].ticks, kAt);
+    EXPECT_EQ(as_folded.short_lived[0].stack_id, 1u);
+    EXPECT_EQ(as_folded.short_lived[0].size, 100u);
+    EXPECT_EQ(as_folded.short_lived[0].count, 1u);
+    EXPECT_EQ(as_folded.short_lived[1].ticks, kAt + 2 * kGrid);
+    EXPECT_EQ(as_folded.short_lived[1].count, 2u) << "one count for the stack and size in an interval";
+    EXPECT_EQ(as_folded.short_lived_last, (std::vector<uint64_t>{kAt + 3 * kGrid}));
+}
+
+// The same sampled workload written as it used to be and with its short-lived samples counted:
+// a minute of three threads, each with short-lived samples from twenty stacks (most freed
+// within milliseconds, some later), a stack that leaks and one that holds its blocks for two
+// seconds, in blocks of 5 s. The analysis gives the same figures per stack, the same totals,
+// timeline, groups and verdicts.
+TEST_F(ShortLivedTest, AnAnalysisOfCountedSamplesIsTheAnalysisOfTheirRecords) {
+    constexpr uint64_t kMs = 1000000;  // ticks are nanoseconds: the time marks say so
+    constexpr uint64_t kStart = 1000 * kMs;
+    struct Event {
+        uint64_t ticks;
+        bool alloc;
+        uint64_t size, addr, stack;
+    };
+    std::vector<std::vector<Event>> threads(3);
+    std::mt19937_64 random(42);
+    auto uniform = [&](uint64_t low, uint64_t high) { return std::uniform_int_distribution<uint64_t>(low, high)(random); };
+    uint64_t next_addr = 0x7f0000000000;
+    for (uint64_t t = kStart + kMs; t < kStart + 60000 * kMs; t += uniform(1, 4) * kMs) {
+        auto& events = threads[uniform(0, 2)];
+        const uint64_t addr = next_addr += 4096;
+        const uint64_t kind = uniform(0, 99);
+        uint64_t stack = 10 + uniform(0, 19), life = uniform(1, 30) * kMs / uniform(1, 10);
+        if (kind < 5) stack = 50, life = 0;                   // leaks
+        else if (kind < 15) stack = 60, life = 2000 * kMs;    // held for two seconds
+        else if (kind < 20) life = uniform(100, 3000) * kMs;  // short-lived stacks, now and then longer
+        events.push_back({t, true, uniform(16, 200000), addr, stack});
+        if (life) events.push_back({t + life, false, 0, addr, 0});
+    }
+    for (auto& events : threads)
+        std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.ticks < b.ticks; });
+
+    std::vector<uint8_t> head = trace_start(kStart, 65536);
+    for (uint64_t stack = 10; stack <= 60; ++stack) {
+        format::RecordEncoder node(RecordKind::StackNode);
+        std::vector<uint8_t> bytes = encoded(node.varint(stack).varint(0).varint(0x400000 + 16 * stack));
+        head.insert(head.end(), bytes.begin(), bytes.end());
+    }
+    std::vector<std::vector<uint8_t>> as_is, counted;
+    std::vector<size_t> next(threads.size(), 0);
+    std::vector<uint8_t> plain_records = head, records = head;
+    for (uint64_t cycle_end = kStart + 100 * kMs; cycle_end <= kStart + 65000 * kMs; cycle_end += 100 * kMs) {
+        RunBuilder runs;
+        for (size_t tid = 0; tid < threads.size(); ++tid) {
+            runs.thread(tid + 1, cycle_end - 100 * kMs);
+            for (; next[tid] < threads[tid].size() && threads[tid][next[tid]].ticks < cycle_end; ++next[tid]) {
+                const Event& e = threads[tid][next[tid]];
+                if (e.alloc) runs.alloc(e.ticks, e.size, e.addr, e.stack);
+                else runs.free(e.ticks, e.addr);
+            }
+        }
+        const size_t first = g_sink_calls.size();
+        feed(runs);
+        records = block_since(first, records);
+        plain_records = plain_block(runs, plain_records);
+        format::RecordEncoder mark(RecordKind::TimeMark);
+        const std::vector<uint8_t> mark_bytes = encoded(mark.varint(cycle_end).varint(cycle_end).varint(1 << 30));
+        records.insert(records.end(), mark_bytes.begin(), mark_bytes.end());
+        plain_records.insert(plain_records.end(), mark_bytes.begin(), mark_bytes.end());
+        if ((cycle_end - kStart) % (5000 * kMs) == 0) {  // a block every 5 s
+            counted.push_back(folded(records));
+            as_is.push_back(plain_records);
+            records.clear();
+            plain_records.clear();
+        }
+    }
+    ASSERT_TRUE(records.empty() && plain_records.empty());
+
+    const ReadBack folded_back = read_back(counted, "short_lived_counted_records");
+    uint64_t samples_counted = 0;
+    for (const ShortLivedGroup& g : folded_back.short_lived) samples_counted += g.count;
+    EXPECT_GT(samples_counted, folded_back.sizes.size()) << "most samples counted";
+    size_t bytes_as_is = 0, bytes_counted = 0;
+    for (const auto& b : as_is) bytes_as_is += b.size();
+    for (const auto& b : counted) bytes_counted += b.size();
+    EXPECT_LT(bytes_counted, bytes_as_is * 3 / 4);
+
+    AnalyzeTraceOptions options;
+    options.stack_profiles = true;
+    const AnalysisResult before = analyze_trace(write_blocks(as_is, "short_lived_as_is_trace"), options);
+    const AnalysisResult after = analyze_trace(write_blocks(counted, "short_lived_counted_trace"), options);
+    auto near = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max({1.0, std::abs(a), std::abs(b)}); };
+    EXPECT_EQ(before.sample_period, 65536u);
+    EXPECT_EQ(before.window_s, after.window_s);
+    EXPECT_TRUE(near(before.totals.allocations, after.totals.allocations));
+    EXPECT_TRUE(near(before.totals.frees, after.totals.frees));
+    EXPECT_TRUE(near(before.totals.peak_bytes, after.totals.peak_bytes));
+    EXPECT_TRUE(near(before.totals.retained_bytes, after.totals.retained_bytes));
+    EXPECT_EQ(before.totals.samples, after.totals.samples);
+    EXPECT_EQ(before.totals.live_samples, after.totals.live_samples);
+    EXPECT_EQ(before.totals.matched_frees, after.totals.matched_frees);
+    ASSERT_EQ(before.timeline.size(), after.timeline.size());
+    for (size_t w = 0; w < before.timeline.size(); ++w)
+        EXPECT_TRUE(near(before.timeline[w].heap_bytes, after.timeline[w].heap_bytes)) << "window " << w;
+    // Per stack: what it allocated, what it holds, its verdict.
+    ASSERT_EQ(before.stack_profiles.size(), after.stack_profiles.size());
+    ASSERT_EQ(before.stack_profiles.size(), 22u);
+    auto by_frames = [](const AnalysisResult& r) {  // frames are numbered in the order each analysis met them
+        std::map<std::vector<uint64_t>, StackProfile> out;
+        for (const StackProfile& p : r.stack_profiles) {
+            std::vector<uint64_t> ips;
+            for (uint32_t f : p.frames) ips.push_back(r.profile_frames.at(f).ip);
+            out[ips] = p;
+        }
+        return out;
+    };
+    const auto profiles_before = by_frames(before), profiles_after = by_frames(after);
+    for (const auto& [frames, b] : profiles_before) {
+        ASSERT_TRUE(profiles_after.count(frames));
+        const StackProfile& a = profiles_after.at(frames);
+        EXPECT_TRUE(near(b.alloc_bytes, a.alloc_bytes));
+        EXPECT_TRUE(near(b.alloc_objects, a.alloc_objects));
+        EXPECT_TRUE(near(b.inuse_bytes, a.inuse_bytes));
+        EXPECT_TRUE(near(b.inuse_objects, a.inuse_objects));
+        EXPECT_EQ(b.verdict, a.verdict);
+        EXPECT_TRUE(near(b.growth_bytes_per_s, a.growth_bytes_per_s));
+    }
+    auto verdicts = [](const std::vector<GroupReport>& groups) {
+        std::vector<std::string> out;
+        for (const GroupReport& g : groups) {
+            // Sums in another order may end a hair below zero: "-0 B" then says "0 B".
+            std::string reason = g.verdict.reason;
+            for (size_t at; (at = reason.find("-0 B")) != std::string::npos;) reason.erase(at, 1);
+            out.push_back(std::string(growth_class_name(g.verdict.cls)) + ": " + reason + " from " +
+                          std::to_string(g.verdict.started_at_s));
+        }
+        return out;
+    };
+    EXPECT_EQ(verdicts(before.findings), verdicts(after.findings));
+    EXPECT_EQ(verdicts(before.groups), verdicts(after.groups));
+    EXPECT_EQ(before.findings.size(), 1u) << "the leak";
+    EXPECT_FALSE(before.groups.empty());
+}
+
+// The program's exit: a free after it is shutdown, which the reader leaves out, so it is written.
+TEST_F(ShortLivedTest, FreesAfterTheExitAreWritten) {
+    RunBuilder run;
+    run.thread(1, kAt).alloc(kAt + 5, 100, kA, 1).free(kAt + 50, kA).alloc(kAt + 60, 100, kB, 1);
+    run.free(kAt + 90, kB);
+    compactor.mark_exit(kAt + 70);
+    process(run);
+    ReadBack r = read_back({folded(block_since(0, trace_start(kOrigin, 4096)))}, "short_lived_exit");
+    ASSERT_EQ(r.short_lived.size(), 1u);
+    EXPECT_EQ(r.short_lived[0].count, 1u);
+    ASSERT_EQ(r.events.size(), 2u);
+    EXPECT_EQ(r.events[1].ticks, kAt + 90) << "exact where it crosses the exit";
+}
+
+// A block the ledger does not describe (its allocations are not the ones counted since the last
+// block) is written as it is, and so is one of a full trace.
+TEST_F(ShortLivedTest, ABlockThatIsNotTheLedgersIsWrittenAsItIs) {
+    RunBuilder run;
+    run.thread(1, kAt).alloc(kAt + 5, 100, kA, 1).free(kAt + 50, kA);
+    process(run);
+    const std::vector<uint8_t> start = trace_start(kOrigin, 4096);
+    const std::vector<uint8_t> block = block_since(0, start);
+    EXPECT_EQ(folded(start), start) << "a block without the allocations the ledger holds";
+    EXPECT_EQ(folded(block), block) << "the ledger started again after the block before";
 }
 
 }  // namespace

@@ -66,7 +66,9 @@ json container_root(const json& report, const std::string& name, bool others_und
     }
     EXPECT_EQ(found["role"], "root") << found.dump().substr(0, 1000);
     for (const json& f : findings_of_kind(report, "container_growth"))
-        if (others_under_it) EXPECT_EQ(f["root_cause"], found["root_cause"]) << f.dump().substr(0, 1000);
+        if (others_under_it) {
+            EXPECT_EQ(f["root_cause"], found["root_cause"]) << f.dump().substr(0, 1000);
+        }
     return found;
 }
 
@@ -112,7 +114,9 @@ TEST_P(Containers, ModuleDictKeyedOnRequestIdsIsNamedAndFilledAtItsLine) {
     EXPECT_EQ(root["kind"], "container_growth");
     EXPECT_EQ(root["title"], "dict __main__._RESPONSES keeps growing");
     for (const json& s : findings_of_kind(report, "unbounded_growth"))
-        if (has_frame(s["frames"], "make_value", "containers.py")) EXPECT_EQ(s["root_cause"], f["root_cause"]) << s.dump().substr(0, 1500);
+        if (has_frame(s["frames"], "make_value", "containers.py")) {
+            EXPECT_EQ(s["root_cause"], f["root_cause"]) << s.dump().substr(0, 1500);
+        }
 }
 
 TEST_P(Containers, RegistryInsideAnObjectIsNamedByItsAttributePath) {
@@ -125,13 +129,17 @@ TEST_P(Containers, RegistryInsideAnObjectIsNamedByItsAttributePath) {
     EXPECT_TRUE(contains(c["value_types"], "type")) << c["value_types"];
     // The method's name is its qualified name from 3.11 on.
     const int line = python_mark("containers.py", "registry_store");
-    if (!sampled())
+    if (!sampled()) {
         EXPECT_TRUE(has_frame(c["inserted_from"], "Registry.register", "containers.py", line) ||
                     has_frame(c["inserted_from"], "register", "containers.py", line))
             << c["inserted_from"].dump();
+    }
     // One cause: the classes the registry keeps are evidence under it, not a root of their own.
-    if (!sampled())
-        for (const json& t : findings_of_kind(report, "duplicate_types")) EXPECT_EQ(t["root_cause"], f["root_cause"]) << t.dump().substr(0, 800);
+    if (!sampled()) {
+        for (const json& t : findings_of_kind(report, "duplicate_types")) {
+            EXPECT_EQ(t["root_cause"], f["root_cause"]) << t.dump().substr(0, 800);
+        }
+    }
 }
 
 TEST_P(Containers, BoundedDictEvictingItsOldestKeyIsQuiet) {

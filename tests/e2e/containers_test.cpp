@@ -218,9 +218,10 @@ TEST_P(Containers, GrowingDequeIsNamedAndFilledAtItsLine) {
     EXPECT_EQ(c["kind"], "deque");
     EXPECT_EQ(c["entries_last"].get<int>(), 10000) << c.dump().substr(0, 1000);
     EXPECT_TRUE(contains(c["value_types"], "dict")) << c["value_types"];
-    if (!sampled())
+    if (!sampled()) {
         EXPECT_TRUE(has_frame(c["inserted_from"], "record_event", "containers.py", python_mark("containers.py", "deque_store")))
             << c["inserted_from"].dump();
+    }
 }
 
 // Paths into elements: a growing container held by an entry of a module-level dict or list is
@@ -237,10 +238,11 @@ TEST_P(Containers, DictHeldByTheLastValueOfAModuleDictIsNamedByItsKey) {
     EXPECT_EQ(c["entries_last"].get<int>(), 10000) << c.dump().substr(0, 1000);
     EXPECT_TRUE(contains(c["key_types"], "int")) << c["key_types"];
     const int line = python_mark("containers.py", "element_dict_store");
-    if (!sampled())
+    if (!sampled()) {
         EXPECT_TRUE(has_frame(c["inserted_from"], "Table.put", "containers.py", line) ||
                     has_frame(c["inserted_from"], "put", "containers.py", line))
             << c["inserted_from"].dump();
+    }
     EXPECT_EQ(report["root_causes"][f["root_cause"].get<int>() - 1]["title"],
               "dict __main__.REGISTRIES['users'].by_id keeps growing");
 }
@@ -254,10 +256,11 @@ TEST_P(Containers, SetHeldByTheFirstItemOfAModuleListIsNamedByItsIndex) {
     EXPECT_EQ(c["owner_type"], "__main__.Handler");
     EXPECT_TRUE(contains(c["value_types"], "str")) << c["value_types"];
     const int line = python_mark("containers.py", "element_list_store");
-    if (!sampled())
+    if (!sampled()) {
         EXPECT_TRUE(has_frame(c["inserted_from"], "Handler.handle", "containers.py", line) ||
                     has_frame(c["inserted_from"], "handle", "containers.py", line))
             << c["inserted_from"].dump();
+    }
 }
 
 // A real library's registry (test_programs/python/marshmallow_registry.py): marshmallow keeps
@@ -292,7 +295,9 @@ TEST_P(RealRegistry, MarshmallowClassRegistryFilledPerFormIsOneRootCauseLeadingT
     size_t naming = 0;
     for (const json& r : report["root_causes"]) {
         naming += r["title"].get<std::string>().find("class_registry") != std::string::npos;
-        if (r["id"] != root["id"]) EXPECT_LT(r["members"].size(), root["members"].size()) << r.dump().substr(0, 1000);
+        if (r["id"] != root["id"]) {
+            EXPECT_LT(r["members"].size(), root["members"].size()) << r.dump().substr(0, 1000);
+        }
     }
     EXPECT_EQ(naming, 1u);
     EXPECT_GE(root["members"].size(), 10u) << root.dump().substr(0, 2000);

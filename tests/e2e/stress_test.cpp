@@ -143,16 +143,25 @@ TEST(Stress, ManyShortLivedThreads) {
     expect_site(report, "thread_keep", 160, 160, 160u * 1000u);
 }
 
+// gt_stress MODE CHILDREN untraced and traced to `trace`: the same behaviour, every child
+// ended well, and one trace for the parent and each child. The traces' paths.
+std::vector<std::string> forks_both_ways(const ScratchDir& dir, const std::string& trace, const std::string& mode,
+                                         size_t children, int timeout) {
+    const std::vector<std::string> args{mode, std::to_string(children)};
+    ProcessResult plain = untraced(args, timeout);
+    ProcessResult r = traced(dir, trace, args, 2 * timeout);
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, fmt::format("{}: {} children, 0 failed\n", mode, children));
+    std::vector<std::string> traces = traces_in(dir);
+    EXPECT_EQ(traces.size(), children + 1) << fmt::format("{}", fmt::join(traces, " "));
+    return traces;
+}
+
 TEST(Stress, ForkWhileOtherThreadsAllocate) {
     ScratchDir dir;
     std::string trace = dir / "fork.gtrace";
-    ProcessResult plain = untraced({"fork", "20"}, 30);
-    ProcessResult r = traced(dir, trace, {"fork", "20"}, 30);
-    expect_same_behaviour(plain, r, true);
-    EXPECT_EQ(r.out, "fork: 20 children, 0 failed\n");
     // The parent's trace and one per child; every child's shows its own 50 blocks, all freed.
-    std::vector<std::string> traces = traces_in(dir);
-    EXPECT_EQ(traces.size(), 21u) << fmt::format("{}", fmt::join(traces, " "));
+    std::vector<std::string> traces = forks_both_ways(dir, trace, "fork", 20, 30);
     for (const std::string& t : traces) {
         if (t == trace) continue;
         SCOPED_TRACE(t);
@@ -172,12 +181,7 @@ TEST(Stress, ForkWhileOtherThreadsAllocate) {
 // the unwinder's caches make that likely at every fork.
 TEST(Stress, ForkWhileOtherThreadsUnwindUncachedStacks) {
     ScratchDir dir;
-    std::string trace = dir / "cold.gtrace";
-    ProcessResult plain = untraced({"fork-cold", "100"}, 120);
-    ProcessResult r = traced(dir, trace, {"fork-cold", "100"}, 240);
-    expect_same_behaviour(plain, r, true);
-    EXPECT_EQ(r.out, "fork-cold: 100 children, 0 failed\n");
-    EXPECT_EQ(traces_in(dir).size(), 101u);
+    forks_both_ways(dir, dir / "cold.gtrace", "fork-cold", 100, 120);
 }
 
 TEST(Stress, ExecFromForkedChild) {

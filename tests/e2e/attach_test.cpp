@@ -38,7 +38,7 @@ public:
         spawned_->wait();
     }
     pid_t pid() const { return spawned_->pid(); }
-    bool alive() const { return kill(pid(), 0) == 0 && !zombie(); }
+    bool alive() const { return pid() > 0 && kill(pid(), 0) == 0 && !zombie(); }  // pid is -1 once waited for
     bool zombie() const {
         std::ifstream stat("/proc/" + std::to_string(pid()) + "/stat");
         std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
@@ -53,6 +53,13 @@ public:
         return result;
     }
     std::string err() const { return read_file(out_ + ".err"); }
+    // For a failed alive(): how the program ended (exit code or signal) and what it printed
+    // to stderr, so a failure on a machine we cannot log in to says what happened.
+    std::string how_it_ended() {
+        if (alive()) return "still running";
+        ProcessResult r = spawned_->wait();
+        return fmt::format("the program ended: {}, stderr:\n{}", r.describe(), err());
+    }
     // Waits until the program printed `count` lines (it is then past its start-up).
     bool wait_for_lines(size_t count, std::chrono::seconds limit = 10s) const {
         auto deadline = std::chrono::steady_clock::now() + limit;
@@ -63,7 +70,7 @@ public:
         return false;
     }
     void stop() {
-        kill(pid(), SIGTERM);
+        if (pid() > 0) kill(pid(), SIGTERM);
         spawned_->wait();
     }
 
@@ -94,10 +101,10 @@ TEST(Attach, NativeGrowthIsFlaggedAndTheProgramRunsOn) {
     EXPECT_NE(r.err.find("detached from process"), std::string::npos) << r.err;
 
     // Alive and still printing after the detach.
-    ASSERT_TRUE(service.alive());
+    ASSERT_TRUE(service.alive()) << service.how_it_ended();
     size_t printed = service.lines().size();
     ASSERT_TRUE(service.wait_for_lines(printed + 3)) << service.err();
-    EXPECT_TRUE(service.alive());
+    EXPECT_TRUE(service.alive()) << service.how_it_ended();
     service.stop();
     expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+ check \d+)"));
     EXPECT_EQ(service.err(), "");
@@ -183,7 +190,7 @@ TEST(Attach, DetachVerbAndASecondAttachEachWriteACompleteTrace) {
     ProcessResult again = growtrace({"detach", pid});
     EXPECT_EQ(again.exit_code, 2);
     EXPECT_NE(again.err.find("growtrace: error: process " + pid + " is not attached"), std::string::npos) << again.err;
-    EXPECT_TRUE(service.alive());
+    EXPECT_TRUE(service.alive()) << service.how_it_ended();
     service.stop();
     expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+ check \d+)"));
 }
@@ -218,7 +225,7 @@ TEST(Attach, AStoppedProcessIsRefusedAndLeftAsItWas) {
     ProcessResult again = growtrace({"attach", pid, "-o", dir / "running.gtrace", "--duration", "1"});
     EXPECT_EQ(again.exit_code, 0) << again.err;
     ASSERT_TRUE(service.wait_for_lines(service.lines().size() + 3)) << service.err();
-    EXPECT_TRUE(service.alive());
+    EXPECT_TRUE(service.alive()) << service.how_it_ended();
     service.stop();
     EXPECT_EQ(service.err(), "");
     expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+ check \d+)"));
@@ -377,7 +384,7 @@ TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
         ProcessResult r = growtrace({"attach", pid, "--full", "-o", dir / name, "--duration", "2"});
         ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
         EXPECT_NE(r.err.find("CPython " + py.name.substr(0, 4) + ": the agent"), std::string::npos) << r.err;
-        ASSERT_TRUE(service.alive());
+        ASSERT_TRUE(service.alive()) << service.how_it_ended();
         ASSERT_TRUE(service.wait_for_lines(service.lines().size() + 5)) << service.err();
         nlohmann::json json = analyze_json(dir, dir / name);
         EXPECT_TRUE(json.value("ended_cleanly", false)) << name;
@@ -408,7 +415,7 @@ TEST_P(AttachPython, GrowingModuleDictIsNamedWhileAttached) {
     ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
     ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--full", "-o", dir / "c.gtrace", "--duration", "4"});
     ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
-    ASSERT_TRUE(service.alive());
+    ASSERT_TRUE(service.alive()) << service.how_it_ended();
     nlohmann::json json = analyze_json(dir, dir / "c.gtrace");
     bool named = false;
     for (const nlohmann::json& f : findings_of_kind(json, "container_growth")) {
@@ -528,7 +535,7 @@ TEST(AttachErrors, StaticallyLinkedProgram) {
     std::this_thread::sleep_for(200ms);
     ProcessResult r = growtrace({"attach", std::to_string(service.pid())});
     expect_error(r, "process " + std::to_string(service.pid()) + " runs a statically linked program");
-    EXPECT_TRUE(service.alive());
+    EXPECT_TRUE(service.alive()) << service.how_it_ended();
 }
 
 TEST(AttachErrors, ProcessAlreadyBeingTraced) {
@@ -551,7 +558,7 @@ TEST(AttachErrors, GdbMissing) {
     ASSERT_TRUE(service.wait_for_lines(1));
     ProcessResult r = growtrace({"attach", std::to_string(service.pid())}, RunOptions{.env = {{"PATH", dir.path().string()}}});
     expect_error(r, "gdb is needed to attach but is not on PATH");
-    EXPECT_TRUE(service.alive());
+    EXPECT_TRUE(service.alive()) << service.how_it_ended();
 }
 
 TEST(AttachErrors, DetachWithoutAttach) {
@@ -560,7 +567,7 @@ TEST(AttachErrors, DetachWithoutAttach) {
     ASSERT_TRUE(service.wait_for_lines(1));
     ProcessResult r = growtrace({"detach", std::to_string(service.pid())});
     expect_error(r, "growtrace was never attached to process " + std::to_string(service.pid()));
-    ASSERT_TRUE(service.alive());
+    ASSERT_TRUE(service.alive()) << service.how_it_ended();
     size_t printed = service.lines().size();
     EXPECT_TRUE(service.wait_for_lines(printed + 2));
 }

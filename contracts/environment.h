@@ -27,6 +27,7 @@ inline constexpr char kPyagentLog[] = "GROWTRACE_PYAGENT_LOG";
 inline constexpr char kPyagent[] = "GROWTRACE_PYAGENT";
 inline constexpr char kContainers[] = "GROWTRACE_CONTAINERS";
 inline constexpr char kContainerPeriod[] = "GROWTRACE_CONTAINER_PERIOD";
+inline constexpr char kContainerShare[] = "GROWTRACE_CONTAINER_SHARE";
 // The `growtrace` command's own.
 inline constexpr char kPreload[] = "GROWTRACE_PRELOAD";
 inline constexpr char kPyagentDir[] = "GROWTRACE_PYAGENT_DIR";
@@ -73,6 +74,10 @@ inline constexpr Variable kVariables[] = {
      "the user, benchmarks", "growtrace-agent.py", false},
     {kContainerPeriod, "least seconds between two container walks (default 0.25)", "the user, tests",
      "growtrace-agent.py", false},
+    {kContainerShare,
+     "most CPU time the container walks take, as a share of the time after each (default 0.01: a walk of "
+     "t seconds is followed by at least 100 t without one)",
+     "the user, tests", "growtrace-agent.py", false},
     {kPreload, "path of libgrowtrace.so (default <dir of growtrace>/../lib/libgrowtrace.so)", "the user, tests",
      "growtrace (paths.cpp)", false},
     {kPyagentDir, "directory of the CPython agent (default beside the library)", "the user, tests",

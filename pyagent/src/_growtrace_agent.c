@@ -934,13 +934,16 @@ static long long thread_cpu_ns(void) {
 /* Calls callable(arg) (or callable() when arg is NULL) with the library told that what is
    allocated meanwhile is the agent's own work, not the program's: it records none of it. */
 static PyObject *call_as_own_work(PyObject *callable, PyObject *arg) {
-    int own = native_has(offsetof(growtrace_py_api, own_work)) && g_native->own_work;
+    /* The function, not g_native, is kept: the call may let another thread take the GIL, and
+       a detach there sets g_native to NULL (stop()) before this thread comes back. The library
+       stays loaded after a detach, so its function may still be called. */
+    int (*own_work)(int) = native_has(offsetof(growtrace_py_api, own_work)) ? g_native->own_work : NULL;
     /* No collection may start inside: what it frees is the program's, and the library records
        nothing while the agent works. */
     int gc_was_enabled = PyGC_Disable();
-    int was_own = own ? g_native->own_work(1) : 0;
+    int was_own = own_work ? own_work(1) : 0;
     PyObject *r = arg ? PyObject_CallOneArg(callable, arg) : PyObject_CallNoArgs(callable);
-    if (own) g_native->own_work(was_own);
+    if (own_work) own_work(was_own);
     if (gc_was_enabled) PyGC_Enable();
     return r;
 }
@@ -1082,7 +1085,8 @@ static PyObject *report_containers(PyObject *m, PyObject *args) {
     PyObject *items;
     if (!PyArg_ParseTuple(args, "IKO!", &flags, &walk_ns, &PyList_Type, &items)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(items);
-    int native = native_has(offsetof(growtrace_py_api, container_walk)) && g_native->container_walk;
+    void (*container_walk)(uint32_t, uint64_t, const growtrace_py_container *, size_t) =
+        native_has(offsetof(growtrace_py_api, container_walk)) ? g_native->container_walk : NULL;
     g_walks_reported++;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *it = PyList_GET_ITEM(items, i);
@@ -1113,8 +1117,8 @@ static PyObject *report_containers(PyObject *m, PyObject *args) {
         c.key_types_len = (size_t)lk;
         c.value_types = utf8_or_empty(values, &lv);
         c.value_types_len = (size_t)lv;
-        if (native) {
-            g_native->container_walk(flags, walk_ns, &c, 1);
+        if (container_walk) {
+            container_walk(flags, walk_ns, &c, 1);
         } else if (g_log_fd >= 0) {
             char line[1024];
             Buf b = {line, 0, sizeof line, 0};

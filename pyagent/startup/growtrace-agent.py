@@ -206,7 +206,8 @@ def install(ext, log_path, agent_path, api=0, attached=False):
                 ids.add(id(args[0]))
             return ids
         walk = container_walker(ext, sys, gc, module_type, excluded_ids)
-        ext.set_walker(walk, os_environ_float("GROWTRACE_CONTAINER_PERIOD", 0.25), 0.01)
+        ext.set_walker(walk, os_environ_float("GROWTRACE_CONTAINER_PERIOD", 0.25),
+                       os_environ_float("GROWTRACE_CONTAINER_SHARE", 0.01))
 
         def final_walk():
             ext.set_walker(None)

@@ -45,27 +45,34 @@ class Summary:
         print(self.name + " " + " ".join(f"{k}={v}" for k, v in self.fields.items()), flush=True)
 
 
+def agent_extension():
+    """growtrace's CPython agent extension in this process, or None (untraced, or not yet
+    attached). It keeps out of ``sys.modules``: it is found among the collector's objects."""
+    import gc
+    import types
+
+    for obj in gc.get_objects():
+        if isinstance(obj, types.ModuleType) and obj.__dict__.get("__name__") == "_growtrace_agent":
+            return obj
+    return None
+
+
 class AgentWalks:
     """The container walks of growtrace's CPython agent (docs/containers.md) made so far.
 
     A walk runs only once its time has come, so on a loaded machine a run paced by the clock
     may see fewer walks than its test needs. A program calls ``wait_for_walk()`` where it wants
-    one, and the walks are there however slow the machine is. The agent keeps its extension
-    out of ``sys.modules``: it is found among the collector's objects, once. Untraced (or
-    attached later, or with walks off) there is no agent and nothing waits.
+    one, and the walks are there however slow the machine is. The extension is looked for
+    once: untraced (or attached later, or with walks off) there is no agent and nothing waits.
     """
 
     def __init__(self) -> None:
-        import gc
-        import types
-
         self._stats = None
-        for obj in gc.get_objects():
-            if isinstance(obj, types.ModuleType) and obj.__dict__.get("__name__") == "_growtrace_agent":
-                stats = obj.__dict__.get("stats")
-                if callable(stats) and "walks" in stats() and os.environ.get("GROWTRACE_CONTAINERS") != "0":
-                    self._stats = stats
-                break
+        agent = agent_extension()
+        if agent is not None:
+            stats = agent.__dict__.get("stats")
+            if callable(stats) and "walks" in stats() and os.environ.get("GROWTRACE_CONTAINERS") != "0":
+                self._stats = stats
 
     def count(self) -> int | None:
         return self._stats()["walks"] if self._stats else None

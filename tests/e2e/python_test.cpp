@@ -629,6 +629,20 @@ TEST_P(PythonVersions, FailedReallocLeavesTheBlockAlive) {
     }
 }
 
+// A detach stops the agent from a thread of the tracer's, which takes the GIL wherever the
+// program's thread let it go: possibly half-way through one of the agent's walks. The walk's
+// thread then comes back to an agent that was stopped under it, and must carry on (CI once saw
+// the attached program die of SIGSEGV there, a few runs in a hundred). walk_interrupted.py
+// makes that moment happen every time.
+TEST_P(PythonVersions, AnAgentStoppedInTheMiddleOfAWalkLeavesTheProgramRunning) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    ScratchDir dir;
+    ProcessResult traced = trace_program(dir, dir / "walk.gtrace", {py.python, kPrograms + "walk_interrupted.py"});
+    EXPECT_EQ(traced.exit_code, 0) << traced.describe() << "\n" << traced.err;
+    EXPECT_EQ(traced.out, "survived the walk\nthen allocated 1000 objects\n") << traced.err;
+}
+
 // The shape of sys._debugmallocstats()'s report: its distinct lines with every number (and
 // the spaces that align them) taken out, the rows of pymalloc's size-class table as one
 // line. The figures, and which size classes are in use, depend on what the process did.

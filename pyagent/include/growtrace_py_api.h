@@ -151,6 +151,7 @@ typedef struct growtrace_py_api {
 
 #define GROWTRACE_PY_WALK_HEAP_PASS  (1u << 0) /* this walk also looked through gc.get_objects() */
 #define GROWTRACE_PY_WALK_FINAL      (1u << 1) /* the last walk, at the shutdown mark */
+#define GROWTRACE_PY_WALK_TRACKED_ONLY (1u << 2) /* only the modules of containers already tracked, no heap pass */
 
 /* container.kind */
 #define GROWTRACE_PY_CONTAINER_DICT                 1u

@@ -906,12 +906,15 @@ static PyObject *gc_callback(PyObject *m, PyObject *args) {
    what it reports. It runs on the program's own threads, never on one of ours: at the stop of a
    collection (gc.callbacks) or as a pending call (Py_AddPendingCall, queued from the library's
    tick on the main thread), once its time has come. Its cost is bounded by the time it took: the next walk waits
-   at least `g_walk_period_ns`, and at least the last walk's time divided by `g_walk_share`. */
+   at least `g_walk_period_ns`, and at least what it is expected to cost divided by `g_walk_share`. */
 static PyObject *g_walker;             /* callable, or NULL: no walks */
 static int g_in_walk;
 static volatile int g_walk_pending;    /* a pending call is queued */
 static volatile long long g_walk_pending_since;
-static volatile long long g_next_walk_ns;
+static volatile long long g_last_walk_end_ns;  /* monotonic; set_walker() counts as a walk of no cost */
+static long long g_last_walk_cost_ns;           /* its CPU time on its thread */
+static Py_ssize_t g_last_walk_modules;          /* len(sys.modules) when it ran */
+static PyObject *g_modules;                     /* sys.modules, held while there is a walker */
 static long long g_walk_period_ns = 250000000LL;
 static double g_walk_share = 0.01;
 /* Walks reported so far (stats()["walks"]): test programs wait for the walks their test needs
@@ -957,6 +960,24 @@ static PyObject *own_work_call(PyObject *m, PyObject *args) {
     return call_as_own_work(callable, arg);
 }
 
+static Py_ssize_t loaded_modules(void) {
+    return g_modules && PyDict_Check(g_modules) ? PyDict_GET_SIZE(g_modules) : 0;
+}
+
+/* When the next walk may run. A walk is mostly its pass over the modules, so the next one is
+   expected to cost the last one's time scaled by how many more modules are loaded now: a
+   program that imports most of its libraries after the first walk (the openai reproduction
+   goes from 166 modules to over 1,000, and its walks from 25 to over 200 ms) is not walked
+   again before that cost is paid for. No Python call, nothing allocated: the library's tick
+   asks this from inside an allocation. */
+static long long next_walk_ns(void) {
+    double expected = (double)g_last_walk_cost_ns;
+    Py_ssize_t now = loaded_modules();
+    if (g_last_walk_modules > 0 && now > g_last_walk_modules) expected *= (double)now / (double)g_last_walk_modules;
+    double wait = expected / g_walk_share;
+    return g_last_walk_end_ns + (wait > (double)g_walk_period_ns ? (long long)wait : g_walk_period_ns);
+}
+
 static void run_walk(void) {
     if (!g_walker || g_in_walk) return;
     g_in_walk = 1;
@@ -969,13 +990,13 @@ static void run_walk(void) {
     Py_XDECREF(r);
     PyErr_Clear();
     PyErr_Restore(type, value, tb);
-    long long spent = thread_cpu_ns() - begin;
-    long long wait = (long long)((double)spent / g_walk_share);
-    g_next_walk_ns = monotonic_ns() + (wait > g_walk_period_ns ? wait : g_walk_period_ns);
+    g_last_walk_cost_ns = thread_cpu_ns() - begin;
+    g_last_walk_modules = loaded_modules();
+    g_last_walk_end_ns = monotonic_ns();
     g_in_walk = 0;
 }
 
-static int walk_is_due(void) { return g_walker && !g_in_walk && monotonic_ns() >= g_next_walk_ns; }
+static int walk_is_due(void) { return g_walker && !g_in_walk && monotonic_ns() >= next_walk_ns(); }
 
 static int pending_walk(void *arg) {
     (void)arg;
@@ -986,7 +1007,7 @@ static int pending_walk(void *arg) {
 
 /* The library's tick: the main thread, holding the GIL, inside an allocation: it only queues. */
 static void walk_tick(void) {
-    if (!g_walker || monotonic_ns() < g_next_walk_ns) return;
+    if (!g_walker || monotonic_ns() < next_walk_ns()) return;
     long long now = monotonic_ns();
     /* A call queued before a fork never runs in the child: asked again after a while. */
     if (g_walk_pending && now - g_walk_pending_since < 5000000000LL) return;
@@ -996,6 +1017,16 @@ static void walk_tick(void) {
 }
 
 static int native_has(size_t offset) { return g_native && g_native->size >= offset + sizeof(void *); }
+
+/* walk_due(): whether a whole walk fits in the walks' share of the time now. The final walk
+   and the one at detach are whole walks only then; otherwise they measure again only the
+   containers already tracked, in the modules that hold them (GROWTRACE_PY_WALK_TRACKED_ONLY):
+   in a run of seconds, a whole last walk would cost as much as all the others. A program that
+   ends before its first walk gets a whole one. */
+static PyObject *walk_due(PyObject *m, PyObject *noargs) {
+    (void)m; (void)noargs;
+    return PyBool_FromLong(g_last_walk_cost_ns == 0 || monotonic_ns() >= next_walk_ns());
+}
 
 /* set_walker(callable or None, min_period_s, share): None stops the walks (at the shutdown mark,
    at detach). */
@@ -1007,7 +1038,11 @@ static PyObject *set_walker(PyObject *m, PyObject *args) {
     if (share > 0) g_walk_share = share;
     if (period > 0) g_walk_period_ns = (long long)(period * 1e9);
     Py_XSETREF(g_walker, walker == Py_None ? NULL : Py_NewRef(walker));
-    g_next_walk_ns = monotonic_ns() + g_walk_period_ns;
+    PyObject *modules = g_walker ? PyImport_GetModuleDict() : NULL;
+    Py_XSETREF(g_modules, Py_XNewRef(modules));
+    g_last_walk_end_ns = monotonic_ns();
+    g_last_walk_cost_ns = 0;
+    g_last_walk_modules = loaded_modules();
     if (native_has(offsetof(growtrace_py_api, set_tick)) && g_native->set_tick)
         g_native->set_tick(g_walker ? walk_tick : NULL);
     Py_RETURN_NONE;
@@ -1227,6 +1262,7 @@ static PyMethodDef methods[] = {
     {"process_exiting", process_exiting, METH_NOARGS, NULL},
     {"set_walker", set_walker, METH_VARARGS, NULL},
     {"own_work", own_work_call, METH_VARARGS, NULL},
+    {"walk_due", walk_due, METH_NOARGS, NULL},
     {"report_containers", report_containers, METH_VARARGS, NULL},
     {"large_containers", large_containers, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

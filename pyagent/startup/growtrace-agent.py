@@ -210,8 +210,10 @@ def install(ext, log_path, agent_path, api=0, attached=False):
                        os_environ_float("GROWTRACE_CONTAINER_SHARE", 0.01))
 
         def final_walk():
+            whole = ext.walk_due()
             ext.set_walker(None)
-            ext.own_work(walk, WALK_FINAL | WALK_HEAP_PASS)  # its allocations are not the program's
+            # Its allocations are not the program's.
+            ext.own_work(walk, WALK_FINAL | (WALK_HEAP_PASS if whole else WALK_TRACKED_ONLY))
         atexit.register(final_walk)  # before process_exiting (LIFO): the state left behind
 
     if attached:
@@ -235,9 +237,10 @@ def install(ext, log_path, agent_path, api=0, attached=False):
                 pass  # the program emptied gc.callbacks
             atexit.unregister(ext.process_exiting)
             if walk is not None:
+                whole = ext.walk_due()
                 ext.set_walker(None)
                 atexit.unregister(final_walk)
-                ext.own_work(walk, 0)  # a last measure of what grew while attached
+                ext.own_work(walk, 0 if whole else WALK_TRACKED_ONLY)  # a last measure of what grew while attached
             for ref, _args, _names in list(live.values()):
                 wrapper = ref()
                 if wrapper is not None:
@@ -403,6 +406,7 @@ HEAP_PASS_EVERY = 1
 NEWEST = 2                   # newest entries whose types (and blocks) each record names
 WALK_HEAP_PASS = 1
 WALK_FINAL = 2
+WALK_TRACKED_ONLY = 4
 KIND_DICT, KIND_LIST, KIND_SET, KIND_DEQUE = 1, 2, 3, 4
 WEAK_KINDS = {("weakref", "WeakValueDictionary"): 5, ("weakref", "WeakKeyDictionary"): 6,
               ("_weakrefset", "WeakSet"): 7}
@@ -431,6 +435,7 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
     lengths = {KIND_DICT: dict.__len__, KIND_LIST: list.__len__, KIND_SET: set.__len__,
                KIND_DEQUE: deque_type.__len__}
     tracked = {}        # key (name, or ("heap", id)) -> container id
+    homes = {}          # key of a tracked container a module path reaches -> that module's name
     heap_names = {}     # id of a container no module path reaches -> (name, owner type, kind)
     dict_getter = {}    # class -> its instances' __dict__ descriptor (None: none, or not plain)
     walks = [0]
@@ -543,14 +548,17 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
         except Exception:
             return ()
 
-    def module_pass(found, own):
+    def module_pass(found, own, reached_in, only=None):
+        # Every module's containers, or only those of the modules named in `only`. Fills
+        # reached_in: id of a container found -> the module its path starts from.
         seen = set(own)
 
-        def note(obj, name, owner, kind):
+        def note(obj, name, owner, kind, module_name):
             if id(obj) in found or id(obj) in excluded:
                 return
             n = lengths[base_kind(kind)](obj)
             found[id(obj)] = (obj, name, owner, kind, n)
+            reached_in[id(obj)] = module_name
 
         def visit(value, path, owner, depth, module_name):
             t = type(value)
@@ -560,7 +568,7 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
             if category == SKIP:
                 return
             if category <= KIND_DEQUE:
-                note(value, path, owner, category)
+                note(value, path, owner, category, module_name)
                 if category != KIND_SET and depth < MAX_DEPTH and id(value) not in seen:
                     seen.add(id(value))
                     for key, element in ends(value, category):
@@ -591,7 +599,7 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
             if weak:
                 data = d.get("data")
                 if type(data) in (dict, set):
-                    note(data, path, type_name(t), weak)
+                    note(data, path, type_name(t), weak, module_name)
                 return
             owner = type_name(t)
             for attr, v in list(d.items()):
@@ -603,6 +611,8 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
         modules.sort(key=lambda item: item[0] == "__main__")
         for module_name, module in modules:
             if not isinstance(module_name, str) or not issubclass(type(module), module_type):
+                continue
+            if only is not None and module_name not in only:
                 continue
             try:
                 globals_ = get_module_dict(module)
@@ -683,11 +693,14 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
     def walk(flags=0):
         began = time.thread_time_ns()
         walks[0] += 1
-        if walks[0] % HEAP_PASS_EVERY == 0:
+        if flags & WALK_TRACKED_ONLY:
+            flags &= ~WALK_HEAP_PASS
+        elif walks[0] % HEAP_PASS_EVERY == 0:
             flags |= WALK_HEAP_PASS
-        found = {}
-        own = {id(found), id(tracked), id(heap_names), id(dict_getter)}
-        seen = module_pass(found, own)
+        found, reached_in = {}, {}
+        own = {id(found), id(reached_in), id(tracked), id(homes), id(heap_names), id(dict_getter)}
+        only = set(homes.values()) if flags & WALK_TRACKED_ONLY else None
+        seen = module_pass(found, own, reached_in, only)
         own |= {id(seen)}
         if flags & WALK_HEAP_PASS:
             heap_pass(found, own)
@@ -696,6 +709,8 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
             key = name if key_id not in heap_names else ("heap", key_id)
             if key in tracked:
                 items.append((tracked[key], obj, name, owner, kind, n))
+                if key_id in reached_in:
+                    homes[key] = reached_in[key_id]
             elif n >= CONTAINER_FLOOR:
                 new.append((n, key, obj, name, owner, kind))
         new.sort(key=lambda entry: -entry[0])
@@ -703,12 +718,14 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
             if len(tracked) >= MAX_TRACKED:
                 break
             tracked[key] = cid = len(tracked) + 1
+            if id(obj) in reached_in:
+                homes[key] = reached_in[id(obj)]
             items.append((cid, obj, name, owner, kind, n))
         records = []
         for cid, obj, name, owner, kind, n in items:
             keys, values, objects = newest(obj, base_kind(kind))
             records.append((cid, kind, n, obj, name[:200], owner[:200], keys, values, objects))
-        del found, items, new, seen
+        del found, reached_in, items, new, seen
         ext.report_containers(flags, time.thread_time_ns() - began, records)
 
     return walk

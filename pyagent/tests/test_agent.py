@@ -382,3 +382,58 @@ def test_container_paths_into_elements(extension, python, tmp_path):
                      "__main__.BY_LONG_KEY[...].items", "__main__.HANDLERS[0].items", "__main__.HANDLERS[2].items"]:
         assert expected in names, sorted(names)
     assert not any("middle" in n or "HANDLERS[1]" in n for n in names), sorted(names)
+
+
+WALKS_AFTER_IMPORTS = '''
+import gc, sys, time, types
+
+REQUESTS = {}
+
+
+def fill(count):
+    for _ in range(count):
+        REQUESTS[f"req-{len(REQUESTS)}"] = len(REQUESTS)
+
+
+def walks():
+    for obj in gc.get_objects():
+        if isinstance(obj, types.ModuleType) and obj.__dict__.get("__name__") == "_growtrace_agent":
+            return obj.stats()["walks"]
+
+
+fill(100)
+deadline = time.monotonic() + 30
+while walks() < 1 and time.monotonic() < deadline:
+    gc.collect()  # without the library, walks run at the end of collections
+    time.sleep(0.02)
+first = walks()
+# Ten times as many modules as the first walk saw: the next walk is expected to cost ten times
+# as much, so it waits ten times as long (seconds, where the period alone would allow one every
+# quarter of a second).
+for i in range(10 * len(sys.modules)):
+    sys.modules[f"_gt_imported_{i}"] = types.ModuleType(f"_gt_imported_{i}")
+end = time.monotonic() + 1.5
+while time.monotonic() < end:
+    fill(10)
+    gc.collect()
+    time.sleep(0.02)
+fill(7)
+print(first, walks() - first, len(REQUESTS))
+'''
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_walks_wait_for_the_cost_the_modules_loaded_since_add(extension, python, tmp_path):
+    # After the first walk the program loads ten times as many modules: no walk runs in the
+    # next 1.5 s although a collection ends every 20 ms, and the walk at exit, not due, measures
+    # only the module of the container already tracked (flags FINAL | TRACKED_ONLY) and finds
+    # it with all its entries.
+    program = tmp_path / "walks_after_imports.py"
+    program.write_text(WALKS_AFTER_IMPORTS)
+    records, out = run(extension, python, str(program), tmp_path=tmp_path)
+    first, later, entries = (int(x) for x in out.split())
+    assert first >= 1 and later == 0, out
+    requests = [r for r in records if r.get("name") == "__main__.REQUESTS" and "entries" in r]
+    assert len(requests) == 2, requests  # the first walk's and the last one's
+    assert requests[-1]["flags"] == 2 | 4 and requests[-1]["entries"] == entries, requests[-1]
+    assert requests[0]["flags"] & 4 == 0 and requests[0]["entries"] == 100, requests[0]

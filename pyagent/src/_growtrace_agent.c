@@ -964,8 +964,9 @@ static Py_ssize_t loaded_modules(void) {
     return g_modules && PyDict_Check(g_modules) ? PyDict_GET_SIZE(g_modules) : 0;
 }
 
-/* When the next walk may run. A walk is mostly its pass over the modules, so the next one is
-   expected to cost the last one's time scaled by how many more modules are loaded now: a
+/* When the next walk may run. A walk's time grows with the modules it passes over (and with
+   the heap, which this does not see), so the next one is expected to cost the last one's time
+   scaled by how many more modules are loaded now: a
    program that imports most of its libraries after the first walk (the openai reproduction
    goes from 166 modules to over 1,000, and its walks from 25 to over 200 ms) is not walked
    again before that cost is paid for. No Python call, nothing allocated: the library's tick

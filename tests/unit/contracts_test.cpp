@@ -161,7 +161,8 @@ TEST(AgentFlags, ThePythonAgentUsesTheValuesOfTheCHeader) {
         {"FEATURE_CACHE_SIZE_POLL", GROWTRACE_PY_FEATURE_CACHE_SIZE_POLL},
         {"FEATURE_DICT_HOOK", GROWTRACE_PY_FEATURE_DICT_HOOK},
         {"WALK_HEAP_PASS", GROWTRACE_PY_WALK_HEAP_PASS},
-        {"WALK_FINAL", GROWTRACE_PY_WALK_FINAL}};
+        {"WALK_FINAL", GROWTRACE_PY_WALK_FINAL},
+        {"WALK_TRACKED_ONLY", GROWTRACE_PY_WALK_TRACKED_ONLY}};
     const std::string agent = read_file(fs::path(GROWTRACE_SOURCE_DIR) / "pyagent/startup/growtrace-agent.py");
     const std::regex constant("^((?:CACHE|FEATURE|WALK)_[A-Z_]*) = ([0-9]+)$", std::regex::multiline);
     std::set<std::string> found;

@@ -1008,8 +1008,8 @@ static int pending_walk(void *arg) {
 
 /* The library's tick: the main thread, holding the GIL, inside an allocation: it only queues. */
 static void walk_tick(void) {
-    if (!g_walker || monotonic_ns() < next_walk_ns()) return;
     long long now = monotonic_ns();
+    if (!g_walker || now < next_walk_ns()) return;
     /* A call queued before a fork never runs in the child: asked again after a while. */
     if (g_walk_pending && now - g_walk_pending_since < 5000000000LL) return;
     g_walk_pending = 1;

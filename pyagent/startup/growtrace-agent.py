@@ -209,11 +209,15 @@ def install(ext, log_path, agent_path, api=0, attached=False):
         ext.set_walker(walk, os_environ_float("GROWTRACE_CONTAINER_PERIOD", 0.25),
                        os_environ_float("GROWTRACE_CONTAINER_SHARE", 0.01))
 
-        def final_walk():
+        def last_walk(flags):
+            # At exit or detach: a whole walk only when one is due, else the tracked containers'
+            # modules (docs/containers.md). Its allocations are not the program's.
             whole = ext.walk_due()
             ext.set_walker(None)
-            # Its allocations are not the program's.
-            ext.own_work(walk, WALK_FINAL | (WALK_HEAP_PASS if whole else WALK_TRACKED_ONLY))
+            ext.own_work(walk, flags if whole else flags | WALK_TRACKED_ONLY)
+
+        def final_walk():
+            last_walk(WALK_FINAL)
         atexit.register(final_walk)  # before process_exiting (LIFO): the state left behind
 
     if attached:
@@ -237,10 +241,8 @@ def install(ext, log_path, agent_path, api=0, attached=False):
                 pass  # the program emptied gc.callbacks
             atexit.unregister(ext.process_exiting)
             if walk is not None:
-                whole = ext.walk_due()
-                ext.set_walker(None)
                 atexit.unregister(final_walk)
-                ext.own_work(walk, 0 if whole else WALK_TRACKED_ONLY)  # a last measure of what grew while attached
+                last_walk(0)  # a last measure of what grew while attached
             for ref, _args, _names in list(live.values()):
                 wrapper = ref()
                 if wrapper is not None:
@@ -693,9 +695,7 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
     def walk(flags=0):
         began = time.thread_time_ns()
         walks[0] += 1
-        if flags & WALK_TRACKED_ONLY:
-            flags &= ~WALK_HEAP_PASS
-        elif walks[0] % HEAP_PASS_EVERY == 0:
+        if not flags & WALK_TRACKED_ONLY and walks[0] % HEAP_PASS_EVERY == 0:
             flags |= WALK_HEAP_PASS
         found, reached_in = {}, {}
         own = {id(found), id(reached_in), id(tracked), id(homes), id(heap_names), id(dict_getter)}

@@ -387,6 +387,8 @@ def test_container_paths_into_elements(extension, python, tmp_path):
 WALKS_AFTER_IMPORTS = '''
 import gc, sys, time, types
 
+from _common import AgentWalks
+
 REQUESTS = {}
 
 
@@ -395,12 +397,7 @@ def fill(count):
         REQUESTS[f"req-{len(REQUESTS)}"] = len(REQUESTS)
 
 
-def walks():
-    for obj in gc.get_objects():
-        if isinstance(obj, types.ModuleType) and obj.__dict__.get("__name__") == "_growtrace_agent":
-            return obj.stats()["walks"]
-
-
+walks = AgentWalks().count
 fill(100)
 deadline = time.monotonic() + 30
 while walks() < 1 and time.monotonic() < deadline:
@@ -430,7 +427,7 @@ def test_walks_wait_for_the_cost_the_modules_loaded_since_add(extension, python,
     # it with all its entries.
     program = tmp_path / "walks_after_imports.py"
     program.write_text(WALKS_AFTER_IMPORTS)
-    records, out = run(extension, python, str(program), tmp_path=tmp_path)
+    records, out = run(extension, python, str(program), tmp_path=tmp_path, pythonpath=str(PROGRAMS))
     first, later, entries = (int(x) for x in out.split())
     assert first >= 1 and later == 0, out
     requests = [r for r in records if r.get("name") == "__main__.REQUESTS" and "entries" in r]

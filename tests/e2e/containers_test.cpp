@@ -151,8 +151,8 @@ TEST_P(Containers, BoundedDictEvictingItsOldestKeyIsQuiet) {
     EXPECT_LE(c.value("entries_last", 0), 301);
 }
 
-// A loaded machine spaces the walks out (each waits 100 times the CPU time of the one before):
-// here they are at least 2 s apart, so that the program's paced 4 s give two, and the final one. The
+// A loaded machine spaces the walks out (each waits 100 times its expected CPU time): here they
+// are at least 2 s apart, so that the program's paced 4 s give two, and the last one. The
 // program waits for the walks its verdicts need rather than for a time.
 // growtrace run passes its own environment on to the program.
 class RareWalks {

@@ -143,6 +143,20 @@ enum class RecordKind : uint8_t {
     //   record is not a sample (weight 0): a block followed for its free only (a class object
     //   named by a TypeCreate).
     Sampling = 0x26,
+    // The ledger of a trace, written by the tracer just before End (added without a version
+    // change: a reader that does not know it skips it). What the hooks recorded, what the
+    // file holds, and why they differ (docs/trace-format.md, "Ledger"):
+    //   varint allocations_recorded, varint frees_recorded (committed by the hooks and handed
+    //   to the writer), varint allocations_written (AllocCompact records, with those a
+    //   ShortLivedSamples record counts), varint frees_written (FreeCompact, the same way),
+    //   varint live (allocations the tracer holds live at the end: allocations_written -
+    //   frees_written), varint weightless (size-0 allocations the writer added, see
+    //   Sampling), varint untraced_frees (frees that found no allocation: memory allocated
+    //   before tracing began or by a path the tracer does not see; not written), varint
+    //   inferred_frees (an address handed out again while the trace held it live: the old
+    //   block's free written then; included in frees_written), varint lost_events (events the
+    //   hooks could not record)
+    Ledger = 0x27,
 
     // CPython records. CacheCreate, CacheInsert and TypeCreate are thread events: they belong
     // to the current Thread run and start with svarint dticks like Alloc. Addresses are plain.

@@ -22,6 +22,22 @@ inline uint64_t now_ticks() {
 #endif
 }
 
+// An event's time, read once the event's place in its thread's buffer is taken: fenced, so that
+// the read happens after everything before it (the allocator's call, the lock) and before
+// everything after (handing the block over). The writer merges threads by these times and
+// decides a free only once every thread has caught up with it (event_merger.h): an
+// allocation handed to another thread and freed there is always earlier than its free.
+inline uint64_t event_ticks() {
+#if defined(__x86_64__)
+    _mm_lfence();
+    uint64_t t = __rdtsc();
+    _mm_lfence();
+    return t;
+#else
+    return now_ticks();
+#endif
+}
+
 inline uint64_t monotonic_ns() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -49,6 +49,8 @@ Buffer* pool_get() {
     if (b) {
         b->next = nullptr;
         b->used = 0;
+        b->stream = 0;
+        b->allocations = b->frees = 0;
     }
     return b;
 }

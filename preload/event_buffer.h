@@ -16,6 +16,9 @@ struct Buffer {
     Buffer* next;
     size_t used;
     uint64_t seq;  // order in which buffers were started: a thread's buffers are written in it
+    uint32_t stream;  // the thread state that filled it (ThreadState::stream, event_merger.h)
+    // What the hooks committed to it, for the trace's ledger (TraceCompactor::write_ledger).
+    uint32_t allocations, frees;
     uint8_t data[kBufferBytes];
 
     size_t room() const { return kBufferBytes - used; }

@@ -37,8 +37,16 @@ bool make_room_slow(ThreadState* ts, size_t needed) {
         // records: it is not the new trace's to write.
         if (ts->buffer && ts->epoch != g_thread_epoch.load(std::memory_order_acquire)) pool_put(ts->buffer);
         else if (ts->buffer && pool_queue_full(ts->buffer) >= kWakeWriterAfter) writer_wake();
-        ts->buffer = pool_get();
-        if (!ts->buffer) return false;
+        ts->buffer = nullptr;
+        ts->awaiting_buffer.store(true);
+        Buffer* fresh = pool_get();
+        ts->awaiting_buffer.store(false);
+        if (!fresh) {
+            ++ts->lost;
+            return false;
+        }
+        fresh->stream = ts->stream;
+        ts->buffer = fresh;
     }
     if (ts->run_tid != tid) ts->last_ticks = now_ticks();
     ts->run_tid = tid;
@@ -200,8 +208,11 @@ int merge_python(const uint64_t* ips, int depth, const python::FrameRef* py, con
     return n;
 }
 
-void put_alloc(ThreadState* ts, uint64_t ticks, void* ptr, size_t size, uint32_t stack) {
+// The event's time is read here, once its room is made (make_room may wait for the writer).
+void put_alloc(ThreadState* ts, void* ptr, size_t size, uint32_t stack) {
     if (!make_room(ts, SmallRecord::kMaxBytes)) return;
+    const uint64_t ticks = event_ticks();
+    ++ts->buffer->allocations;
     auto addr = reinterpret_cast<uint64_t>(ptr);
     SmallRecord(ts, RecordKind::Alloc)
         .varint(format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)))
@@ -258,10 +269,9 @@ void record_alloc(void* ptr, size_t size) {
     if (!keep_sample(ptr)) return;
     CapturedStack stack;
     stack.capture();
-    uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
-    if (make_room(ts, 64)) put_alloc(ts, ticks, ptr, size, stack.intern(ts));
+    if (make_room(ts, 64)) put_alloc(ts, ptr, size, stack.intern(ts));
     unlock(ts);
 }
 
@@ -291,10 +301,10 @@ void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t si
     if (!tracer_active()) return;
     RecursionGuard guard;
     if (kind == format::RecordKind::TypeCreate && sampling_enabled()) watch_class_object(body, size);
-    uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
     if (make_room(ts, size + 2 * format::kMaxVarintBytes + 8)) {
+        const uint64_t ticks = event_ticks();
         uint8_t* out = ts->buffer->data + ts->buffer->used;
         uint8_t dticks[format::kMaxVarintBytes];
         size_t dticks_size = static_cast<size_t>(
@@ -313,10 +323,9 @@ void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t si
 // one there; the writer skips a busy thread rather than wait.
 void record_python_alloc(void* ptr, size_t size) {
     if (!keep_sample(ptr)) return;
-    uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return;
-    put_alloc(ts, ticks, ptr, size, intern_python_stack(ts));  // each record makes its own room
+    put_alloc(ts, ptr, size, intern_python_stack(ts));  // each record makes its own room
     unlock(ts);
 }
 
@@ -334,10 +343,11 @@ struct FreePlace {
 bool put_free(void* ptr, FreePlace* hold) {
     if (sampling_enabled() && !(sample_maybe_live(ptr) && live_samples_remove(reinterpret_cast<uint64_t>(ptr))))
         return false;
-    uint64_t ticks = now_ticks();
     ThreadState* ts = lock_my_state();
     if (!ts) return true;
     if (make_room(ts, SmallRecord::kMaxBytes)) {
+        const uint64_t ticks = event_ticks();
+        ++ts->buffer->frees;
         if (hold) *hold = {ts, ts->buffer, ts->buffer->seq, ts->buffer->used, 0, ts->last_ticks, ts->last_addr};
         auto addr = reinterpret_cast<uint64_t>(ptr);
         SmallRecord(ts, RecordKind::Free)
@@ -371,6 +381,7 @@ bool take_back_free(void* ptr, const FreePlace& place) {
     lock(ts);
     bool last = ts->buffer == place.buffer && ts->buffer->seq == place.seq && ts->buffer->used == place.end;
     if (last) {
+        --ts->buffer->frees;
         ts->buffer->used = place.begin;
         ts->last_ticks = place.last_ticks;
         ts->last_addr = place.last_addr;

@@ -1,5 +1,7 @@
 #include "preload/thread_registry.h"
 
+#include <sched.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -20,6 +22,46 @@ namespace {
 pthread_key_t g_thread_key;
 pthread_mutex_t g_registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 ThreadState* g_threads = nullptr;
+uint32_t g_next_stream = 1;  // under g_registry_mutex; 0 is g_late's
+
+// How long a collection waits for a thread in the middle of an event before leaving it for the
+// next one: an event takes a microsecond or so; a thread preempted inside one gets the core
+// back through the yields.
+constexpr int kSpinsForBusyThread = 2000;
+constexpr int kYieldsForBusyThread = 16;
+
+// Locks `ts` for the writer, waiting a moment for a thread that is writing an event or may
+// take back the free it just wrote. False: left for the next collection.
+bool lock_for_collection(ThreadState* ts) {
+    for (int attempt = 0;; ++attempt) {
+        if (!ts->busy.exchange(true, std::memory_order_acquire)) {
+            if (!ts->holding_free) return true;
+            unlock(ts);
+        } else if (ts->awaiting_buffer.load()) {
+            return false;  // it waits for this thread: never wait for it
+        }
+        if (attempt >= kSpinsForBusyThread + kYieldsForBusyThread) return false;
+        if (attempt < kSpinsForBusyThread) __builtin_ia32_pause();
+        else sched_yield();
+    }
+}
+
+// Called with `ts` locked by the writer: hands over its buffer; returns its lost events.
+uint64_t hand_over(ThreadState* ts, const CollectSink& sink, uint64_t now) {
+    if (ts->epoch != g_thread_epoch.load(std::memory_order_acquire)) start_afresh(ts);
+    Buffer* b = ts->buffer;
+    if (b && b->used) ts->buffer = nullptr;
+    else b = nullptr;
+    if (ts == &g_late) ts->run_tid = 0;  // the shared state's next event names its thread
+    const uint64_t lost = ts->lost;
+    ts->lost = 0;
+    const bool gone = ts->exited;
+    const uint32_t stream = ts->stream;
+    unlock(ts);
+    if (b) sink.take(b);
+    sink.note(stream, now, gone);
+    return lost;
+}
 
 void on_thread_exit(void* arg) {
     auto* ts = static_cast<ThreadState*>(arg);
@@ -60,9 +102,10 @@ ThreadState* new_thread_state() {
         void* memo = calloc(1, sizeof(StackTreeMemo<8192>));
         if (memo) ts->python_nodes = new (memo) StackTreeMemo<8192>();
     }
-    ts->last_ticks = now_ticks();
+    ts->last_ticks = ts->created_ticks = now_ticks();
     ts->epoch = g_thread_epoch.load(std::memory_order_acquire);
     pthread_mutex_lock(&g_registry_mutex);
+    ts->stream = g_next_stream++;
     ts->next = g_threads;
     g_threads = ts;
     pthread_mutex_unlock(&g_registry_mutex);
@@ -73,45 +116,32 @@ ThreadState* new_thread_state() {
 
 bool thread_registry_init() { return pthread_key_create(&g_thread_key, on_thread_exit) == 0; }
 
-void thread_registry_collect(void (*take)(Buffer*)) {
+uint64_t thread_registry_collect(const CollectSink& sink) {
+    uint64_t lost = 0;
     pthread_mutex_lock(&g_registry_mutex);
+    // Read after the registry is locked: a thread that registers later reads its events' times
+    // later still; one whose lock is taken below writes its next events after this time.
+    const uint64_t now = event_ticks();
     ThreadState** link = &g_threads;
     while (ThreadState* ts = *link) {
-        // A thread writing right now (or blocked for a free buffer) is skipped, not waited for;
-        // so is one that may take back the free it just wrote.
-        if (ts->busy.exchange(true, std::memory_order_acquire)) {
-            link = &ts->next;
-            continue;
-        }
-        if (ts->epoch != g_thread_epoch.load(std::memory_order_acquire)) start_afresh(ts);
-        if (ts->holding_free) {
-            unlock(ts);
-            link = &ts->next;
-            continue;
-        }
-        Buffer* b = ts->buffer;
-        if (b && b->used) ts->buffer = nullptr;
-        else b = nullptr;
-        bool gone = ts->exited;
-        unlock(ts);
-        if (b) take(b);
-        if (gone) {
-            *link = ts->next;
-            free_thread_state(ts);
+        if (lock_for_collection(ts)) {
+            const bool gone = ts->exited;
+            lost += hand_over(ts, sink, now);
+            if (gone) {
+                *link = ts->next;
+                free_thread_state(ts);
+                continue;
+            }
         } else {
-            link = &ts->next;
+            // Waiting for a buffer, it reads its next event's time once it has one.
+            sink.note(ts->stream, ts->awaiting_buffer.load() ? now : ts->created_ticks, false);
         }
+        link = &ts->next;
     }
     pthread_mutex_unlock(&g_registry_mutex);
-    if (!g_late.busy.exchange(true, std::memory_order_acquire)) {
-        if (g_late.epoch != g_thread_epoch.load(std::memory_order_acquire)) start_afresh(&g_late);
-        Buffer* b = g_late.holding_free ? nullptr : g_late.buffer;
-        if (b && b->used) g_late.buffer = nullptr;
-        else b = nullptr;
-        g_late.run_tid = 0;
-        unlock(&g_late);
-        if (b) take(b);
-    }
+    if (lock_for_collection(&g_late)) lost += hand_over(&g_late, sink, now);
+    else sink.note(g_late.stream, g_late.awaiting_buffer.load() ? now : 0, false);
+    return lost;
 }
 
 void thread_registry_reset(SessionOrigin origin) {

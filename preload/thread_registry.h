@@ -22,7 +22,16 @@ namespace growtrace::preload {
 struct ThreadState {
     std::atomic<bool> busy{false};  // held by the owner while writing, by the writer while taking
     std::atomic<int> unwinding{0};  // native stack captures under way (unwinder.h: fork waits)
+    // Held busy while blocked for a free buffer (back-pressure). Its event's time is read only
+    // once it has one, so the writer may count it caught up without waiting for it: the writer
+    // is what it waits for (thread_registry_collect).
+    std::atomic<bool> awaiting_buffer{false};
     uint32_t epoch = 0;  // the trace its buffer and stacks belong to (g_thread_epoch)
+    // Names this state's buffers for the writer's merge (event_merger.h); never reused. The
+    // states that threads share after their end (g_late) are stream 0.
+    uint32_t stream = 0;
+    uint64_t created_ticks = 0;  // every event of this state is later
+    uint64_t lost = 0;           // events not recorded for want of a buffer (the trace's ledger)
     bool exited = false;
     // A free was recorded that the thread may take back (FreeBeforeResize): the writer leaves
     // its buffer until it is settled.
@@ -116,10 +125,21 @@ inline ThreadState* lock_my_state() {
 // Once per process: the key whose destructor retires a thread's state.
 bool thread_registry_init();
 
-// For the writer: hands every thread's pending buffer to `take` (skipping threads that are in
-// the middle of writing an event; they are picked up next tick) and recycles the states of
-// threads that have exited.
-void thread_registry_collect(void (*take)(Buffer*));
+// What the writer learns of each thread state when it collects their buffers.
+struct CollectSink {
+    // A state's current buffer, handed over.
+    void (*take)(Buffer* buffer);
+    // Every event of `stream` up to `caught_up_to` ticks has been handed over (taken, or
+    // queued full before); `gone`: the thread ended and no event of it will follow.
+    void (*note)(uint32_t stream, uint64_t caught_up_to, bool gone);
+};
+
+// For the writer: hands every thread's pending buffer to `sink.take` and what is known of its
+// events to `sink.note`, and recycles the states of threads that have exited. A thread in the
+// middle of an event (or of a realloc whose free it may take back) is waited for a moment,
+// then left for the next collection: its events stay where they are, and its note says only
+// what was true before. Returns the events the hooks could not record since the last call.
+uint64_t thread_registry_collect(const CollectSink& sink);
 
 // A new trace (the session's reset): the epoch moves on, so every state drops its buffer's
 // records and forgets its stacks, whose node ids belong to the previous trace, when it is

@@ -20,8 +20,6 @@ constexpr int64_t kTimeQuantum = int64_t{1} << 18;
 // on a grid of about 3.4 ms (still finer than the analyzer's 10 ms windows), which makes the
 // deltas low in entropy. Thread events then happen at the grid time too.
 constexpr int64_t kSampledTimeQuantum = int64_t{1} << 23;
-// Unmatched frees wait this many writer cycles for the run holding their allocation.
-constexpr uint64_t kPendingCycles = 2;
 
 inline size_t hash_addr(uint64_t addr) {
     uint64_t h = addr * 0x9E3779B97F4A7C15ull;
@@ -45,63 +43,40 @@ bool is_thread_event_with_ticks(uint8_t kind) {
            kind == static_cast<uint8_t>(RecordKind::Container);
 }
 
-// A varint of the threads' own buffers, which hold nothing but what the hot path encoded: the
-// bounds-checked Cursor is for files. (Alloc and Free, one per event, are most of the input.)
-inline uint64_t take_varint(const uint8_t*& p) {
-    uint64_t v = *p & 0x7fu;
-    for (unsigned shift = 7; *p++ & 0x80; shift += 7) v |= uint64_t{*p & 0x7fu} << shift;
-    return v;
-}
-
 }  // namespace
 
-// --- the address table: open addressing, linear probing, duplicates allowed ---
+// --- the address table: open addressing, linear probing, one entry per address ---
 
 void TraceCompactor::Table::grow() {
-    size_t capacity = slots ? mask + 1 : 0;
-    resize(capacity ? capacity * 2 : kMinCapacity);
-}
-
-void TraceCompactor::Table::resize(size_t capacity) {
-    size_t old_capacity = slots ? mask + 1 : 0;
+    const size_t old_capacity = slots ? mask + 1 : 0;
+    const size_t capacity = old_capacity ? old_capacity * 2 : kMinCapacity;
     Entry* old = slots;
-    slots = map_zeroed<Entry>(capacity);
-    if (!slots) {  // keep the old table: it is full but still correct to probe
-        slots = old;
-        return;
-    }
+    Entry* fresh = map_zeroed<Entry>(capacity);
+    if (!fresh) return;  // keep the old table: full, but still correct to probe
+    slots = fresh;
     mask = capacity - 1;
-    size = 0;
-    for (size_t i = 0; i < old_capacity; ++i)
-        if (old[i].addr) insert(old[i]);
+    for (size_t i = 0; i < old_capacity; ++i) {
+        if (!old[i].addr) continue;
+        size_t j = hash_addr(old[i].addr) & mask;
+        while (slots[j].addr) j = (j + 1) & mask;
+        slots[j] = old[i];
+    }
     if (old) munmap(old, old_capacity * sizeof(Entry));
 }
 
-void TraceCompactor::Table::insert(const Entry& e) {
+TraceCompactor::Entry* TraceCompactor::Table::find_or_add(uint64_t addr, bool& existed) {
     if (!slots || (size + 1) * 2 > mask + 1) grow();
-    if (size + 1 > mask) return;  // could not grow; drop rather than loop for ever
-    size_t i = hash_addr(e.addr) & mask;
-    while (slots[i].addr) i = (i + 1) & mask;
-    slots[i] = e;
+    if (!slots || size + 1 > mask) return nullptr;  // could not grow
+    size_t i = hash_addr(addr) & mask;
+    for (; slots[i].addr; i = (i + 1) & mask)
+        if (slots[i].addr == addr) {
+            existed = true;
+            return &slots[i];
+        }
+    existed = false;
+    slots[i] = {addr, 0};
     ++size;
-}
-
-void TraceCompactor::Table::insert_capped(const Entry& e) {
-    if (!slots || (size + 1) * 2 > mask + 1) grow();
-    if (size + 1 > mask) return;
-    size_t i = hash_addr(e.addr) & mask;
-    size_t oldest = 0;
-    unsigned same = 0;
-    for (; slots[i].addr; i = (i + 1) & mask) {
-        if (slots[i].addr != e.addr) continue;
-        if (!same++ || slots[i].ticks < slots[oldest].ticks) oldest = i;
-    }
-    if (same >= kMaxPerAddress) {
-        slots[oldest] = e;
-        return;
-    }
-    slots[i] = e;
-    ++size;
+    return &slots[i];
 }
 
 void TraceCompactor::Table::erase_slot(size_t i) {
@@ -120,40 +95,22 @@ void TraceCompactor::Table::erase_slot(size_t i) {
     --size;
 }
 
-bool TraceCompactor::Table::take_latest(uint64_t addr, uint64_t limit, Entry& out) {
-    if (!slots) return false;
-    size_t best = ~size_t{0};
-    for (size_t i = hash_addr(addr) & mask; slots[i].addr; i = (i + 1) & mask) {
-        const Entry& e = slots[i];
-        if (e.addr == addr && e.ticks <= limit && (best == ~size_t{0} || e.ticks > slots[best].ticks)) best = i;
-    }
-    if (best == ~size_t{0}) return false;
-    out = slots[best];
-    erase_slot(best);
-    return true;
+uint64_t TraceCompactor::Table::take(uint64_t addr) {
+    if (!slots) return 0;
+    for (size_t i = hash_addr(addr) & mask; slots[i].addr; i = (i + 1) & mask)
+        if (slots[i].addr == addr) {
+            const uint64_t id = slots[i].id;
+            erase_slot(i);
+            return id;
+        }
+    return 0;
 }
 
-const TraceCompactor::Entry* TraceCompactor::Table::find_latest(uint64_t addr, uint64_t limit) const {
+const TraceCompactor::Entry* TraceCompactor::Table::find(uint64_t addr) const {
     if (!slots) return nullptr;
-    const Entry* best = nullptr;
-    for (size_t i = hash_addr(addr) & mask; slots[i].addr; i = (i + 1) & mask) {
-        const Entry& e = slots[i];
-        if (e.addr == addr && e.ticks <= limit && (!best || e.ticks > best->ticks)) best = &e;
-    }
-    return best;
-}
-
-bool TraceCompactor::Table::take_earliest_from(uint64_t addr, uint64_t limit, Entry& out) {
-    if (!slots || !size) return false;
-    size_t best = ~size_t{0};
-    for (size_t i = hash_addr(addr) & mask; slots[i].addr; i = (i + 1) & mask) {
-        const Entry& e = slots[i];
-        if (e.addr == addr && e.ticks >= limit && (best == ~size_t{0} || e.ticks < slots[best].ticks)) best = i;
-    }
-    if (best == ~size_t{0}) return false;
-    out = slots[best];
-    erase_slot(best);
-    return true;
+    for (size_t i = hash_addr(addr) & mask; slots[i].addr; i = (i + 1) & mask)
+        if (slots[i].addr == addr) return &slots[i];
+    return nullptr;
 }
 
 void TraceCompactor::Table::clear() {
@@ -212,6 +169,7 @@ void TraceCompactor::sync_time(uint64_t ticks) {
 void TraceCompactor::emit_free_of(uint64_t id, uint64_t ticks, bool countable) {
     sync_time(ticks);
     put_small(RecordKind::FreeCompact, allocations_ - id);
+    ++frees_written_;
     if (LedgerEntry* e = sampled_ ? ledger_entry(id) : nullptr; e && e->state == LedgerState::Live) {
         e->death = written_ticks_;
         e->state = countable ? LedgerState::Freed : LedgerState::Kept;
@@ -219,8 +177,17 @@ void TraceCompactor::emit_free_of(uint64_t id, uint64_t ticks, bool countable) {
 }
 
 void TraceCompactor::emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack) {
+    bool existed = false;
+    Entry* slot = live_.find_or_add(addr, existed);
+    if (existed) {
+        // The allocator gave the address out again: the block there was freed where the tracer
+        // could not see it (inside libc while attached, say). Its free is written now.
+        ++inferred_frees_;
+        emit_free_of(slot->id, ticks, false);
+    }
     sync_time(ticks);
     uint64_t id = ++allocations_;
+    if (slot) slot->id = id;
     put_small(RecordKind::AllocCompact, size, stack);
     if (sampled_) {
         if (!ledger_) {
@@ -232,20 +199,64 @@ void TraceCompactor::emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, ui
         if (LedgerEntry* e = ledger_entry(id))
             *e = {stack, size, written_ticks_, 0, 0, size ? LedgerState::Live : LedgerState::Kept};
     }
-    Entry early_free;
-    if (pending_.take_earliest_from(addr, ticks, early_free)) {
-        // Its run came first; it ends this allocation. That free's thread is not known here, so
-        // whether it fell in a collection is not either: the pair stays as it is.
-        emit_free_of(id, early_free.ticks, false);
-        return;
-    }
-    live_.insert_capped({addr, ticks, id});
 }
 
-void TraceCompactor::emit_free(uint64_t ticks, uint64_t addr) {
-    Entry e;
-    if (live_.take_latest(addr, ticks, e)) emit_free_of(e.id, ticks, !collecting(run_tid_));
-    else pending_.insert_capped({addr, ticks, cycle_});
+void TraceCompactor::begin(Sink sink) {
+    sink_ = sink;
+    sampled_ = sampling_enabled();
+}
+
+void TraceCompactor::enter_run(uint32_t tid, uint64_t ticks) {
+    run_tid_ = tid;
+    run_ticks_ = ticks;
+    if (out_tid_ == tid) return;
+    // The reader's clock stays where it is; the first run's starts at its first event (on the
+    // sampled grid in a sampled trace).
+    if (!written_ticks_) written_ticks_ = sampled_ ? ticks & ~static_cast<uint64_t>(kSampledTimeQuantum - 1) : ticks;
+    uint8_t payload[2 * format::kMaxVarintBytes];
+    uint8_t* q = format::put_varint(format::put_varint(payload, tid), written_ticks_);
+    put(static_cast<uint8_t>(RecordKind::Thread), payload, static_cast<size_t>(q - payload));
+    out_tid_ = tid;
+}
+
+void TraceCompactor::on_alloc(uint32_t tid, uint64_t ticks, uint64_t addr, uint64_t size, uint64_t stack) {
+    enter_run(tid, ticks);
+    if (size) write_held();  // a sample: the held misses it falls in are written
+    emit_alloc(ticks, size, addr, stack);
+}
+
+void TraceCompactor::on_free(uint32_t tid, uint64_t ticks, uint64_t addr) {
+    const uint64_t id = live_.take(addr);
+    if (!id) {
+        // Nothing live there, every event before this one having been seen: memory allocated
+        // before the trace began, or by a path the tracer does not see.
+        ++untraced_frees_;
+        return;
+    }
+    enter_run(tid, ticks);
+    emit_free_of(id, ticks, !collecting(tid));
+}
+
+void TraceCompactor::on_thread_event(uint32_t tid, uint64_t ticks, uint8_t kind, const uint8_t* rest, size_t size) {
+    enter_run(tid, ticks);
+    write_thread_event(kind, rest, size);
+}
+
+void TraceCompactor::on_record(uint8_t kind, const uint8_t* payload, size_t size) { put(kind, payload, size); }
+
+void TraceCompactor::note_recorded(uint64_t allocations, uint64_t frees, uint64_t lost) {
+    recorded_allocations_ += allocations;
+    recorded_frees_ += frees;
+    lost_events_ += lost;
+}
+
+void TraceCompactor::write_ledger() {
+    uint8_t payload[9 * format::kMaxVarintBytes];
+    uint8_t* q = payload;
+    for (uint64_t v : {recorded_allocations_, recorded_frees_, allocations_, frees_written_, uint64_t{live_.size},
+                       weightless_, untraced_frees_, inferred_frees_, lost_events_})
+        q = format::put_varint(q, v);
+    put(static_cast<uint8_t>(RecordKind::Ledger), payload, static_cast<size_t>(q - payload));
 }
 
 // A TypeCreate names its class by address, which v2 traces do not keep for allocations: the
@@ -262,14 +273,15 @@ uint64_t TraceCompactor::type_allocation(const uint8_t* rest, size_t size) {
     if (!c.varint(source) || !c.varint(address)) return 0;
     // Classes are garbage-collected objects: CPython (3.10 to 3.13) allocates a 16-byte GC header just
     // before the object, so the block starts there.
-    const Entry* e = live_.find_latest(address - format::kPythonGcHeaderBytes, run_ticks_);
-    if (!e) e = live_.find_latest(address, run_ticks_);
+    const Entry* e = live_.find(address - format::kPythonGcHeaderBytes);
+    if (!e) e = live_.find(address);
     if (e) {
         keep_allocation(e->id);  // the reader finds the class's block by its number
         return allocations_ - e->id + 1;
     }
     if (!sampling_enabled() || address <= format::kPythonGcHeaderBytes) return 0;
     emit_alloc(run_ticks_, 0, address - format::kPythonGcHeaderBytes, 0);
+    ++weightless_;
     return 1;
 }
 
@@ -283,7 +295,7 @@ size_t TraceCompactor::container_allocations(const uint8_t* rest, size_t size, u
     for (uint64_t i = 0; i < n; ++i) {
         uint64_t address;
         if (!c.varint(address)) return 0;
-        const Entry* e = address ? live_.find_latest(address, run_ticks_) : nullptr;
+        const Entry* e = address ? live_.find(address) : nullptr;
         if (e) keep_allocation(e->id);
         q = format::put_varint(q, e ? allocations_ - e->id + 1 : 0);
     }
@@ -518,77 +530,6 @@ void TraceCompactor::write_thread_event(uint8_t kind, const uint8_t* rest, size_
     put(kind, rebased, static_cast<size_t>(q - rebased));
     written_ticks_ = event_ticks;
 }
-
-void TraceCompactor::process(const uint8_t* data, size_t size, Sink sink) {
-    sink_ = sink;
-    sampled_ = sampling_enabled();
-    format::Cursor c(data, data + size);
-    while (!c.at_end()) {
-        uint8_t kind;
-        uint64_t length;
-        if (!c.byte(kind) || !c.varint(length) || length > c.remaining()) return;  // our own bytes: cannot happen
-        const uint8_t* payload = c.position();
-        format::Cursor p(payload, payload + length);
-        c.skip(static_cast<size_t>(length));
-        int64_t dticks = 0, daddr = 0;
-        uint64_t value = 0, stack = 0, tid = 0, base = 0;
-        switch (static_cast<RecordKind>(kind)) {
-            case RecordKind::Thread:
-                p.varint(tid);
-                p.varint(base);
-                run_ticks_ = written_ticks_ = base;
-                run_addr_ = 0;
-                run_tid_ = tid;
-                put(kind, payload, length);
-                break;
-            case RecordKind::Alloc: {
-                const uint8_t* q = payload;  // our own bytes: decoded without bounds checks
-                dticks = format::zigzag_decode(take_varint(q));
-                value = take_varint(q);
-                daddr = format::zigzag_decode(take_varint(q));
-                stack = take_varint(q);
-                run_ticks_ += static_cast<uint64_t>(dticks);
-                run_addr_ += static_cast<uint64_t>(daddr);
-                if (value) write_held();  // a sample: the held misses it falls in are written
-                emit_alloc(run_ticks_, value, run_addr_, stack);
-                break;
-            }
-            case RecordKind::Free: {
-                const uint8_t* q = payload;
-                dticks = format::zigzag_decode(take_varint(q));
-                daddr = format::zigzag_decode(take_varint(q));
-                run_ticks_ += static_cast<uint64_t>(dticks);
-                run_addr_ += static_cast<uint64_t>(daddr);
-                emit_free(run_ticks_, run_addr_);
-                break;
-            }
-            default:
-                if (is_thread_event_with_ticks(kind) && p.svarint(dticks)) {
-                    run_ticks_ += static_cast<uint64_t>(dticks);
-                    write_thread_event(kind, p.position(), p.remaining());
-                } else {
-                    put(kind, payload, length);
-                }
-        }
-    }
-}
-
-void TraceCompactor::end_cycle() {
-    ++cycle_;
-    if (!pending_.size) return;
-    // In place: erasing shifts a later entry into slot i, which is then looked at again.
-    for (size_t i = 0; i <= pending_.mask;) {
-        const Entry& e = pending_.slots[i];
-        if (e.addr && e.id + kPendingCycles < cycle_) pending_.erase_slot(i);
-        else ++i;
-    }
-    // Every allocation probes this table: after a burst of pending frees, a large and nearly
-    // empty one would cost a cache miss each time. Shrink it then (rarely: a new mapping).
-    size_t capacity = pending_.mask + 1;
-    if (capacity > Table::kMinCapacity && pending_.size * 16 < capacity)
-        pending_.resize(std::max(capacity / 4, Table::kMinCapacity));
-}
-
 
 // --- short-lived samples (sampled traces) ---
 //
@@ -912,9 +853,12 @@ void TraceCompactor::reset() {
     for (HeldThread& t : held_) t.depth = 0;
     held_count_ = 0;
     live_.clear();
-    pending_.clear();
     allocations_ = 0;
-    cycle_ = 0;
+    frees_written_ = weightless_ = untraced_frees_ = inferred_frees_ = 0;
+    recorded_allocations_ = recorded_frees_ = lost_events_ = 0;
+    run_ticks_ = run_tid_ = 0;
+    out_tid_ = 0;
+    written_ticks_ = 0;
     exit_ticks_ = 0;
 }
 

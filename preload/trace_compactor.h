@@ -1,18 +1,21 @@
-// Rewrites the threads' event runs into the compact form stored on disk (trace format v2).
+// Rewrites the threads' events into the compact form stored on disk (trace format v2).
 //
 // Threads record each allocation with its address and a cycle-exact timestamp, which is what
 // the hot path can produce without sharing anything. On disk neither is needed: the writer,
 // which sees every event, matches each free to its allocation here and writes
 //   AllocCompact  size, stack            (the n-th one in the file is allocation n)
 //   FreeCompact   n_now - n              (how many allocations ago it was made)
-//   Time          only when the run's clock moved by more than kTimeQuantum
+//   Time          only when the clock moved by more than kTimeQuantum
+//   Thread        when the thread changes
 // Low-entropy numbers compress several times better than addresses and timestamps.
 //
-// Runs of different threads arrive in any order, and an address freed in one thread can be
-// reused in another before the first run is written. Frees are therefore matched by time:
-// a free at t ends the live allocation at that address with the latest birth <= t; a free
-// that finds none waits a couple of cycles for its allocation's run, then is dropped as a free
-// of memory allocated before tracing began.
+// Events arrive in time order, every thread's merged (event_merger.h), so at any address at
+// most one allocation is live: a free ends it, and a free that finds none is of memory this
+// trace never saw allocated (allocated before tracing began, or by a path the tracer does not
+// see): it is counted, never written. An allocation at an address still live proves the block
+// there was freed unseen (the allocator handed the address out again): its free is written
+// then, and counted. The trace ends with a Ledger record of these counts, so that the reader
+// can prove the file holds every allocation and free the hooks recorded.
 #pragma once
 
 #include <cstddef>
@@ -26,12 +29,22 @@ class TraceCompactor {
 public:
     using Sink = void (*)(const uint8_t* data, size_t size);
 
-    // Rewrites one buffer of runs (each starting with a Thread record) into `sink`, one record
-    // per call, from a buffer of at least kMaxRebasedRecord bytes (a sink may read past a
-    // small record's end, up to 16 bytes).
-    void process(const uint8_t* data, size_t size, Sink sink);
-    // Called once per writer cycle: ages unmatched frees.
-    void end_cycle();
+    // The records written from now on go to `sink`, one record per call, from a buffer of at
+    // least kMaxRebasedRecord bytes (a sink may read past a small record's end, up to 16 bytes).
+    void begin(Sink sink);
+    // The events, in time order (EventMerger).
+    void on_alloc(uint32_t tid, uint64_t ticks, uint64_t addr, uint64_t size, uint64_t stack);
+    void on_free(uint32_t tid, uint64_t ticks, uint64_t addr);
+    // A thread event (CacheCreate, CacheInsert, TypeCreate, Collection, Container): its payload
+    // after its dticks.
+    void on_thread_event(uint32_t tid, uint64_t ticks, uint8_t kind, const uint8_t* rest, size_t size);
+    // A record of a thread's buffer with no time of its own (StackNode, PyFrame): as it is.
+    void on_record(uint8_t kind, const uint8_t* payload, size_t size);
+    // What the hooks committed to the buffers handed to the merger (Buffer's counters), and the
+    // events they could not record for want of a buffer.
+    void note_recorded(uint64_t allocations, uint64_t frees, uint64_t lost);
+    // The trace ends: its Ledger record.
+    void write_ledger();
     // A forked child starts a new trace with nothing live.
     void reset();
     // The program began to exit at `ticks` (Exiting record): the times written from now on
@@ -51,35 +64,26 @@ public:
     size_t fold_short_lived(const uint8_t* block, size_t size, uint8_t* out, size_t out_capacity);
 
     uint64_t live_allocations() const { return live_.size; }
+    uint64_t frees_of_untraced_memory() const { return untraced_frees_; }
+    uint64_t inferred_frees() const { return inferred_frees_; }
 
 private:
+    // The live allocations by address: at most one per address, events being in time order.
     struct Entry {
         uint64_t addr;  // 0 = empty slot
-        uint64_t ticks;
-        uint64_t id;  // allocation number, or for pending frees the cycle it arrived in
+        uint64_t id;    // allocation number
     };
     struct Table {
         Entry* slots = nullptr;
         size_t mask = 0;
         uint64_t size = 0;
-        void insert(const Entry& e);
-        // insert(), except that an address keeps at most kMaxPerAddress entries: beyond, the
-        // one with the smallest ticks is replaced. Entries of one address share a probe run,
-        // so without a bound a free the tracer cannot see (libc freeing internally what the
-        // program allocated, or the reverse, as in attach mode) makes that run, and every
-        // insert into it, grow without end.
-        void insert_capped(const Entry& e);
-        static constexpr unsigned kMaxPerAddress = 8;
-        // Removes and returns the entry at addr with the largest ticks <= limit.
-        bool take_latest(uint64_t addr, uint64_t limit, Entry& out);
-        // The entry at addr with the largest ticks <= limit, left in place; nullptr if none.
-        const Entry* find_latest(uint64_t addr, uint64_t limit) const;
-        // Removes and returns the entry at addr with the smallest ticks >= limit.
-        bool take_earliest_from(uint64_t addr, uint64_t limit, Entry& out);
+        // The entry at addr, made (with id 0) if there is none; nullptr if the table cannot grow.
+        Entry* find_or_add(uint64_t addr, bool& existed);
+        // Removes the entry at addr; its id, 0 if none.
+        uint64_t take(uint64_t addr);
+        const Entry* find(uint64_t addr) const;
         void erase_slot(size_t i);
         void grow();
-        // Rehashes into a new mapping of `capacity` slots (a power of two, at least twice size).
-        void resize(size_t capacity);
         static constexpr size_t kMinCapacity = 4096;
         void clear();
     };
@@ -176,8 +180,9 @@ private:
     // A Container record's leading block addresses, rewritten into `out` as allocations;
     // returns the rewritten payload's size (0: left as it was).
     size_t container_allocations(const uint8_t* payload, size_t size, uint8_t* out, size_t out_size);
+    // The event's thread and time: a Thread record when the thread is not the last one's.
+    void enter_run(uint32_t tid, uint64_t ticks);
     void emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack);
-    void emit_free(uint64_t ticks, uint64_t addr);
     // `countable`: a sample freed here may be counted in a ShortLivedSamples record.
     void emit_free_of(uint64_t id, uint64_t ticks, bool countable);
     void sync_time(uint64_t ticks);
@@ -186,15 +191,20 @@ private:
     void put_small(format::RecordKind kind, uint64_t a, uint64_t b);
     void finish_small(format::RecordKind kind, const uint8_t* end);
 
-    Table live_;     // allocations alive, by address
-    Table pending_;  // frees that found no allocation yet
+    Table live_;  // allocations alive, by address
     uint64_t allocations_ = 0;
-    uint64_t cycle_ = 0;
 
-    // Current run.
-    uint64_t run_ticks_ = 0;    // ticks of the last event decoded (thread's own clock)
-    uint64_t run_addr_ = 0;
+    // The ledger (write_ledger).
+    uint64_t frees_written_ = 0;
+    uint64_t weightless_ = 0;       // allocations of size 0 the writer adds (type_allocation)
+    uint64_t untraced_frees_ = 0;   // frees that found no allocation: not written
+    uint64_t inferred_frees_ = 0;   // allocations at a live address: the old block's free written
+    uint64_t recorded_allocations_ = 0, recorded_frees_ = 0, lost_events_ = 0;
+
+    // The current event's thread and time, and the thread of the run being written.
+    uint64_t run_ticks_ = 0;
     uint64_t run_tid_ = 0;
+    uint32_t out_tid_ = 0;  // 0: no run yet
     uint64_t written_ticks_ = 0;  // time the reader believes the run is at
     uint64_t exit_ticks_ = 0;     // 0: not exiting
     bool sampled_ = false;        // the trace is sampled (coarser time grid, elided key descriptions)

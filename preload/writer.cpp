@@ -21,7 +21,7 @@
 #include "preload/recursion_guard.h"
 #include "preload/sampler.h"
 #include "preload/session.h"
-#include "preload/start_order.h"
+#include "preload/event_merger.h"
 #include "preload/thread_registry.h"
 #include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
@@ -175,38 +175,36 @@ void append_compacted(const uint8_t* data, size_t size) {
     g_block_used += size;
 }
 
-void append_buffer(Buffer* buffer) {
-    g_hold_cut = sampling_enabled();
-    g_compactor.process(buffer->data, buffer->used, append_compacted);
-    g_hold_cut = false;
-    if (g_block_used > kBlockTarget) write_block_now();
-    pool_put(buffer);
+constinit EventMerger g_merger;
+
+void release_buffer(Buffer* buffer) { pool_put(buffer); }
+
+void take_buffer(Buffer* buffer) {
+    g_compactor.note_recorded(buffer->allocations, buffer->frees, 0);
+    g_merger.add(buffer);
 }
 
-// The buffers collected in one cycle (any number of them).
-constinit StartOrder<Buffer> g_collected;
+void note_stream(uint32_t stream, uint64_t caught_up_to, bool gone) { g_merger.note(stream, caught_up_to, gone); }
 
-void collect(Buffer* buffer) { g_collected.add(buffer); }
-
-// Each thread's runs must reach the compactor in the order the thread wrote them. Taking the
-// current buffers first and the full queue second collects, for every thread, a contiguous
-// series of its buffers; putting them in start order restores it. Without the current buffers
-// (`current` false: a sampled trace takes them once a second) the full queue alone is still
-// such a series: the buffers a thread handed over since the last cycle, which its current
-// buffer follows. So a full buffer never waits for the next second, and its producer never
-// waits longer for a free one than in a full trace. Unmatched frees are aged only in the cycles
-// that saw every thread's events, since the allocation they wait for may sit in a current
-// buffer until then.
-void write_thread_runs(bool current) {
-    if (current) thread_registry_collect(collect);
+// The threads' buffers of this cycle go to the merger, which hands their events to the
+// compactor in time order up to what every thread has caught up with (event_merger.h). Without
+// the threads' current buffers (`current` false: a sampled trace takes them once a second) the
+// full queue still goes in, so a producer never waits longer for a free buffer than in a full
+// trace; its events wait in the merger until the next collection says how far each thread has
+// come. Sampled traces keep the block whole while the compactor works (g_hold_cut).
+void write_thread_runs(bool current, bool final) {
+    if (current) g_compactor.note_recorded(0, 0, thread_registry_collect({take_buffer, note_stream}));
     g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     for (Buffer* b = pool_take_full(); b;) {
         Buffer* next = b->next;
-        collect(b);
+        take_buffer(b);
         b = next;
     }
-    g_collected.drain(append_buffer);
-    if (current) g_compactor.end_cycle();
+    g_compactor.begin(append_compacted);
+    g_hold_cut = sampling_enabled();
+    g_merger.merge(g_compactor, final, release_buffer);
+    g_hold_cut = false;
+    if (g_block_used > kBlockTarget) write_block_now();
 }
 
 void emit_time_mark() {
@@ -235,9 +233,10 @@ void cycle(bool final, bool write) {
         g_global_used = 0;
         pthread_mutex_unlock(&g_global_mutex);
 
-        write_thread_runs(every_thread);
+        write_thread_runs(every_thread, final);
         if (every_thread && sampling_enabled()) g_compactor.write_miss_counts(now_ticks(), final, append_compacted);
         if (final) {
+            g_compactor.write_ledger();
             format::RecordEncoder end(format::RecordKind::End);
             end.varint(now_ticks()).varint(monotonic_ns());
             uint8_t bytes[32];
@@ -416,6 +415,7 @@ void writer_reset(SessionOrigin origin) {
     g_global_used = 0;  // the previous trace's records
     pthread_mutex_unlock(&g_global_mutex);
     g_compactor.reset();  // and its live allocations
+    g_merger.reset(release_buffer);  // and the events it held
     g_exit_ticks.store(0);
     g_block_used = 0;
     g_write_failed = false;

@@ -249,10 +249,12 @@ public:
         if (!at_shutdown(e.ticks)) model_.on_free(e);
     }
     void on_alloc_compact(const AllocCompactEvent& e) override {
+        ++ledger.file_allocations;
         model_.on_alloc_compact(e);
         python_feed_.alloc(e);
     }
     void on_free_compact(const FreeCompactEvent& e) override {
+        ++ledger.file_frees;
         if (at_shutdown(e.ticks)) return;
         auto collecting = collecting_.find(e.tid);
         const uint64_t death = collecting != collecting_.end()
@@ -265,7 +267,17 @@ public:
     // Counted by the writer, born and dead within an interval: their thread is not known, and
     // the CPython tracker, which attributes samples to a thread's open miss, counts only what
     // stays live.
-    void on_short_lived_samples(const ShortLivedSamplesRecord& r) override { model_.on_short_lived(r); }
+    void on_short_lived_samples(const ShortLivedSamplesRecord& r) override {
+        for (const ShortLivedGroup& g : r.groups) {  // each stands for an allocation and its free
+            ledger.file_allocations += g.count;
+            ledger.file_frees += g.count;
+        }
+        model_.on_short_lived(r);
+    }
+    void on_ledger(const LedgerRecord& r) override {
+        ledger.present = true;
+        ledger.tracer = r;
+    }
     // Full collections of the program's garbage collector, per collecting thread (its run holds
     // the collection's frees between its start and its stop).
     void on_collection(const CollectionRecord& r) override {
@@ -353,6 +365,7 @@ public:
     std::vector<TracerErrorRecord> tracer_errors;
     PythonTracker python;
     ContainerTracker containers;
+    LedgerCheck ledger;  // the file's counts, and the tracer's Ledger record
 
 private:
     PythonPipeline python_feed_{python};
@@ -643,6 +656,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     AnalysisResult out;
     out.trace_format_version = summary.version;
     out.ended_cleanly = summary.ended_cleanly;
+    out.ledger = c.ledger;
     out.pid = c.pid;
     out.command = c.command;
     out.sample_period = c.sample_period;
@@ -746,6 +760,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
         out.warnings.push_back("trace has no Process record: the process id and command are unknown");
     for (const auto& e : c.tracer_errors)
         out.warnings.push_back(fmt::format("tracer error at {:.3f} s: {}", c.clock.seconds(static_cast<double>(e.ticks)), e.message));
+    if (std::string problem = out.ledger.problem(); !problem.empty()) out.warnings.push_back(std::move(problem));
     if (r.totals.untraced_reuses)
         out.warnings.push_back(fmt::format("{} allocations had their address reused without a traced free", r.totals.untraced_reuses));
     for (auto& w : symbolizer.take_warnings()) out.warnings.push_back(std::move(w));

@@ -9,6 +9,7 @@
 
 #include "analyzer/containers.h"
 #include "analyzer/growth_classifier.h"
+#include "analyzer/ledger.h"
 #include "analyzer/python_caches.h"
 #include "analyzer/retention.h"
 #include "analyzer/root_causes.h"
@@ -97,6 +98,7 @@ struct AnalysisResult {
     bool ended_cleanly = false;
     uint64_t sample_period = 0;  // mean bytes between samples; 0 = every allocation recorded
     RetentionTotals totals;
+    LedgerCheck ledger;  // the tracer's ledger against what the file holds
     std::vector<GroupReport> findings;  // unbounded groups, largest retained first
     std::vector<GroupReport> groups;    // other significant groups, largest retained first
     std::vector<CacheReport> cache_findings;  // caches that keep growing (JSON kind cache_growth)

@@ -91,6 +91,12 @@ public:
         line(fmt::format("TracerError ticks={} message={}", r.ticks, quoted(r.message)));
     }
     void on_exiting(uint64_t ticks) override { line(fmt::format("Exiting ticks={}", ticks)); }
+    void on_ledger(const LedgerRecord& r) override {
+        line(fmt::format("Ledger allocations_recorded={} frees_recorded={} allocations_written={} frees_written={} "
+                         "live={} weightless={} untraced_frees={} inferred_frees={} lost_events={}",
+                         r.allocations_recorded, r.frees_recorded, r.allocations_written, r.frees_written, r.live,
+                         r.weightless, r.untraced_frees, r.inferred_frees, r.lost_events));
+    }
     void on_sampling(uint64_t mean_bytes) override {
         line(mean_bytes ? fmt::format("Sampling mean_bytes={} (every allocation record is a sample)", mean_bytes)
                         : std::string("Sampling mean_bytes=0 (every allocation)"));

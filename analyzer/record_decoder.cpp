@@ -399,6 +399,15 @@ void RecordDecoder::decode(const RawRecord& rec) {
         case RecordKind::Sampling:
             visitor_.on_sampling(get_varint(rec, c));
             return;
+        case RecordKind::Ledger: {
+            LedgerRecord r;
+            for (uint64_t* field : {&r.allocations_recorded, &r.frees_recorded, &r.allocations_written,
+                                    &r.frees_written, &r.live, &r.weightless, &r.untraced_frees, &r.inferred_frees,
+                                    &r.lost_events})
+                *field = get_varint(rec, c);
+            visitor_.on_ledger(r);
+            return;
+        }
         case RecordKind::CacheSize: {
             CacheSizeRecord r;
             r.ticks = get_varint(rec, c);

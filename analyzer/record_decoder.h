@@ -37,6 +37,7 @@ public:
     virtual void on_fork(const ForkRecord&) {}
     virtual void on_exec(const ExecRecord&) {}
     virtual void on_tracer_error(const TracerErrorRecord&) {}
+    virtual void on_ledger(const LedgerRecord&) {}
     virtual void on_cache_create(const CacheCreateRecord&) {}
     virtual void on_cache_insert(const CacheInsertRecord&) {}
     virtual void on_cache_size(const CacheSizeRecord&) {}

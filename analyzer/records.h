@@ -125,6 +125,19 @@ struct ExecRecord {
     std::string path;
 };
 
+// The tracer's ledger, at the end of a trace (format/trace_format.h, RecordKind::Ledger).
+struct LedgerRecord {
+    uint64_t allocations_recorded = 0;
+    uint64_t frees_recorded = 0;
+    uint64_t allocations_written = 0;
+    uint64_t frees_written = 0;
+    uint64_t live = 0;
+    uint64_t weightless = 0;
+    uint64_t untraced_frees = 0;
+    uint64_t inferred_frees = 0;
+    uint64_t lost_events = 0;
+};
+
 struct TracerErrorRecord {
     uint64_t ticks = 0;
     std::string message;

@@ -222,6 +222,24 @@ void add_root_causes(json& doc, const AnalysisResult& r) {
     }
 }
 
+// The tracer's ledger against the file (analyzer/ledger.h). `checked` false: the trace has no
+// Ledger record (an older tracer, or the program ended before the tracer's last flush).
+json ledger_json(const LedgerCheck& l) {
+    json out = {{"checked", l.present},
+                {"file_allocations", l.file_allocations},
+                {"file_frees", l.file_frees},
+                {"file_live", l.file_live()}};
+    if (!l.present) return out;
+    const LedgerRecord& t = l.tracer;
+    out["balanced"] = l.balanced();
+    out["tracer"] = {{"allocations_recorded", t.allocations_recorded}, {"frees_recorded", t.frees_recorded},
+                     {"allocations_written", t.allocations_written},   {"frees_written", t.frees_written},
+                     {"live", t.live},                                 {"weightless", t.weightless},
+                     {"untraced_frees", t.untraced_frees},             {"inferred_frees", t.inferred_frees},
+                     {"lost_events", t.lost_events}};
+    return out;
+}
+
 }  // namespace
 
 json report_json(const AnalysisResult& r) {
@@ -243,6 +261,7 @@ json report_json(const AnalysisResult& r) {
                      {"unmatched_frees", r.totals.unmatched_frees},
                      {"samples", r.totals.samples},
                      {"live_samples", r.totals.live_samples}};
+    doc["ledger"] = ledger_json(r.ledger);
     // Cache findings lead: they name the cause; the stacks they hold may also be findings.
     doc["findings"] = json::array();
     for (const auto& c : r.cache_findings) doc["findings"].push_back(cache_finding_json(c));

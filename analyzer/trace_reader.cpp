@@ -67,6 +67,7 @@ std::string record_kind_name(uint8_t kind) {
         case K::Container: return "Container";
         case K::Exiting: return "Exiting";
         case K::Sampling: return "Sampling";
+        case K::Ledger: return "Ledger";
     }
     return fmt::format("kind 0x{:02x}", kind);
 }

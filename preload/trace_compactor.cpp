@@ -253,7 +253,8 @@ void TraceCompactor::note_recorded(uint64_t allocations, uint64_t frees, uint64_
 void TraceCompactor::write_ledger() {
     uint8_t payload[9 * format::kMaxVarintBytes];
     uint8_t* q = payload;
-    for (uint64_t v : {recorded_allocations_, recorded_frees_, allocations_, frees_written_, uint64_t{live_.size},
+    // A sample counted in a ShortLivedSamples record is still one allocation and one free written.
+    for (uint64_t v : {recorded_allocations_, recorded_frees_, allocations_ + folded_, frees_written_, uint64_t{live_.size},
                        weightless_, untraced_frees_, inferred_frees_, lost_events_})
         q = format::put_varint(q, v);
     put(static_cast<uint8_t>(RecordKind::Ledger), payload, static_cast<size_t>(q - payload));
@@ -705,6 +706,7 @@ size_t TraceCompactor::fold_short_lived(const uint8_t* block, size_t size, uint8
                 if (e.addr && e.id > ledger_base_) e.id -= removed_up_to(e.id, entries, removed);
             }
             allocations_ -= removed;
+            folded_ += removed;
         }
     }
     start_ledger();
@@ -854,7 +856,7 @@ void TraceCompactor::reset() {
     held_count_ = 0;
     live_.clear();
     allocations_ = 0;
-    frees_written_ = weightless_ = untraced_frees_ = inferred_frees_ = 0;
+    frees_written_ = weightless_ = untraced_frees_ = inferred_frees_ = folded_ = 0;
     recorded_allocations_ = recorded_frees_ = lost_events_ = 0;
     run_ticks_ = run_tid_ = 0;
     out_tid_ = 0;

@@ -196,6 +196,7 @@ private:
 
     // The ledger (write_ledger).
     uint64_t frees_written_ = 0;
+    uint64_t folded_ = 0;           // samples counted in ShortLivedSamples records (fold_short_lived)
     uint64_t weightless_ = 0;       // allocations of size 0 the writer adds (type_allocation)
     uint64_t untraced_frees_ = 0;   // frees that found no allocation: not written
     uint64_t inferred_frees_ = 0;   // allocations at a live address: the old block's free written

@@ -5,8 +5,6 @@
 
 namespace growtrace::preload {
 namespace {
-// 512 x 64 KiB = 32 MiB of events in flight at most before producers wait for the writer.
-constexpr size_t kMaxBuffers = 512;
 
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_returned = PTHREAD_COND_INITIALIZER;

@@ -11,6 +11,8 @@ namespace growtrace::preload {
 enum class SessionOrigin;
 
 inline constexpr size_t kBufferBytes = 64 * 1024;
+// 512 x 64 KiB = 32 MiB of events in flight at most before producers wait for the writer.
+inline constexpr size_t kMaxBuffers = 512;
 
 struct Buffer {
     Buffer* next;

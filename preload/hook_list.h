@@ -26,6 +26,8 @@
 #define GT_PROCESS_HOOKS(GT_HOOK)                                           \
     GT_HOOK(fork, pid_t, ())                                                \
     GT_HOOK(exit, void, (int))                                              \
+    GT_HOOK(_exit, void, (int))                                             \
+    GT_HOOK(_Exit, void, (int))                                             \
     GT_HOOK(execve, int, (const char*, char* const*, char* const*))         \
     GT_HOOK(execv, int, (const char*, char* const*))                        \
     GT_HOOK(execvp, int, (const char*, char* const*))                       \

@@ -351,6 +351,22 @@ __attribute__((visibility("default"), noreturn)) void exit(int status) {
     __builtin_unreachable();
 }
 
+// _exit and _Exit end the process at once: no atexit handler, no destructor, so the library's
+// own end never runs. The events since the last flush would be lost: the trace is ended here.
+__attribute__((visibility("default"), noreturn)) void _exit(int status) {
+    ready();
+    g_session.ending_at_once();
+    g_real._exit(status);
+    __builtin_unreachable();
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status) {
+    ready();
+    g_session.ending_at_once();
+    g_real._Exit(status);
+    __builtin_unreachable();
+}
+
 __attribute__((visibility("default"))) int dlclose(void* handle) {
     ready();
     g_session.before_dlclose();

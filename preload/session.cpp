@@ -230,6 +230,14 @@ void TraceSession::program_exiting() {
     writer_emit(rec.varint(ticks));
 }
 
+void TraceSession::ending_at_once() {
+    // A vfork child shares our memory but not our trace: only the traced process ends it. A
+    // signal handler that interrupted the tracer itself (which may hold its locks) ends nothing.
+    if (!tracer_active() || getpid() != pid_ || t_in_tracer) return;
+    program_exiting();
+    end();
+}
+
 bool TraceSession::before_exec() {
     // A vfork child shares our memory but not our file descriptors (the program may even have
     // closed them): it must not touch the tracer's state. Its exec'd image traces itself.

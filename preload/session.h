@@ -53,6 +53,8 @@ public:
     // An Exiting record: main returned, exit() was called, or CPython's atexit ran; the
     // analyzer counts no more frees after it (shutdown is not the steady state).
     void program_exiting();
+    // _exit() or _Exit(): the process ends with no destructor run; the trace ends here.
+    void ending_at_once();
     // The trace so far is flushed. Returns whether the new image will be traced.
     bool before_exec();
     void before_dlclose();

@@ -186,6 +186,24 @@ void take_buffer(Buffer* buffer) {
 
 void note_stream(uint32_t stream, uint64_t caught_up_to, bool gone) { g_merger.note(stream, caught_up_to, gone); }
 
+// A thread that stays in the middle of an event (stopped inside a hook by a debugger, say) holds
+// every other thread's events back in the merger, and with them the pool's buffers. Rather than
+// have the program's threads wait for buffers, past half the pool the events are merged without
+// it, and the trace says so once: frees decided then may miss an allocation of that thread.
+bool merge_without_a_stalled_thread() {
+    static bool said = false;
+    if (g_merger.buffers_held() <= kMaxBuffers / 2) return false;
+    if (!said) {
+        said = true;
+        format::RecordEncoder error(format::RecordKind::TracerError);
+        uint8_t bytes[256];
+        error.varint(now_ticks()).string("a thread stayed inside the tracer while half its buffers filled: events were "
+                                         "merged without waiting for it, and its frees may be left unmatched");
+        append(bytes, error.finish(bytes));
+    }
+    return true;
+}
+
 // The threads' buffers of this cycle go to the merger, which hands their events to the
 // compactor in time order up to what every thread has caught up with (event_merger.h). Without
 // the threads' current buffers (`current` false: a sampled trace takes them once a second) the
@@ -202,7 +220,7 @@ void write_thread_runs(bool current, bool final) {
     }
     g_compactor.begin(append_compacted);
     g_hold_cut = sampling_enabled();
-    g_merger.merge(g_compactor, final, release_buffer);
+    g_merger.merge(g_compactor, final || merge_without_a_stalled_thread(), release_buffer);
     g_hold_cut = false;
     if (g_block_used > kBlockTarget) write_block_now();
 }

@@ -1,8 +1,10 @@
 // Prints known lines, optionally copies stdin to stdout, then exits with a given status or
 // dies by a given signal. Used to check that tracing changes neither output nor exit status.
 //
-// usage: exit_with [--status N] [--signal N] [--lines N] [--cat] [--pid]
+// usage: exit_with [--status N] [--signal N] [--lines N] [--cat] [--pid] [--keep N] [--immediate]
 //   --pid prints "pid N" first (tests find the default trace name growtrace.N.gtrace).
+//   --keep N allocates N blocks of 64 bytes just before the end and keeps them.
+//   --immediate ends with _exit(): no atexit handlers, no destructors, no stdio flush.
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,6 +19,8 @@ int main(int argc, char** argv) {
     long lines = 3;
     bool cat = false;
     bool pid = false;
+    long keep = 0;
+    bool immediate = false;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--status") == 0 && i + 1 < argc) {
             status = atoi(argv[++i]);
@@ -26,6 +30,10 @@ int main(int argc, char** argv) {
             lines = atol(argv[++i]);
         } else if (strcmp(argv[i], "--pid") == 0) {
             pid = true;
+        } else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc) {
+            keep = atol(argv[++i]);
+        } else if (strcmp(argv[i], "--immediate") == 0) {
+            immediate = true;
         } else if (strcmp(argv[i], "--cat") == 0) {
             cat = true;
         } else {
@@ -44,6 +52,13 @@ int main(int argc, char** argv) {
         while ((n = fread(buffer, 1, sizeof buffer, stdin)) > 0) fwrite(buffer, 1, n, stdout);
     }
     fflush(stdout);
+    static void* volatile kept;  // the blocks stay reachable
+    for (long i = 0; i < keep; ++i) {
+        void** block = static_cast<void**>(malloc(64));
+        *block = kept;
+        kept = block;
+    }
+    if (immediate) _exit(status);
     if (signo > 0) {
         signal(signo, SIG_DFL);
         raise(signo);

@@ -107,6 +107,19 @@ TEST(LedgerUnderLoad, ManyThreadsOnBusyCoresLoseNoFree) {
 INSTANTIATE_TEST_SUITE_P(Modes, NativeLedger, ::testing::Values(TraceMode::Full, TraceMode::Sampled),
                          [](const ::testing::TestParamInfo<TraceMode>& info) { return mode_name(info.param); });
 
+// A program that ends with _exit() runs no destructor, so the tracer's own end never ran: the
+// events after its last flush were lost. The blocks it allocates just before are in the trace.
+TEST(Ledger, AProgramEndingWithUnderscoreExitKeepsItsLastEvents) {
+    ScratchDir dir;
+    const std::string trace = dir / "immediate.gtrace";
+    ProcessResult r = trace_program(dir, trace, {GT_PROGRAM_EXIT_WITH, "--lines", "2", "--keep", "500", "--immediate", "--status", "5"}, 5);
+    EXPECT_EQ(r.out, "exit_with: line 0 of 2\nexit_with: line 1 of 2\n");
+    json report = analyze_json(dir, trace);
+    EXPECT_TRUE(report["ended_cleanly"].get<bool>()) << report["warnings"].dump();
+    EXPECT_TRUE(report["ledger"].value("balanced", false)) << report["ledger"].dump();
+    EXPECT_GE(report["ledger"]["file_live"].get<uint64_t>(), 500u);
+}
+
 // Waits until `path` holds `text` (the program printed it), at most `limit`.
 bool wait_for_output(const std::string& path, const std::string& text, std::chrono::seconds limit = 20s) {
     auto deadline = std::chrono::steady_clock::now() + limit;

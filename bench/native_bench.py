@@ -6,9 +6,11 @@ call depths 1-9). For each tool it reports wall and CPU time and the slowdown ag
 untraced run (median of --repeat runs), the trace size in bytes per event, and the time to
 analyse the trace (growtrace analyze vs heaptrack_print). The runs are interleaved: each repeat
 runs every tool once, so a slower spell of a shared machine does not land on one tool only.
-"growtrace-sampled" is `growtrace run --sample SAMPLE` (default 512K).
+"growtrace-sampled" is `growtrace run --sample SAMPLE` (default 512K). --compare DIR adds the
+full-mode row of another build ("growtrace@DIR"), e.g. a copy of an earlier build's bin/ and lib/,
+so that a change is measured before and after in one run.
 
-    python3 bench/native_bench.py [--build build] [--pairs 2000000] [--repeat 3] [--sample 512K]
+    python3 bench/native_bench.py [--build build] [--pairs 2000000] [--repeat 3] [--sample 512K] [--compare DIR]
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sample", default="512K", help="--sample SIZE of the sampled row")
     parser.add_argument("--no-heaptrack", action="store_true")
+    parser.add_argument("--compare", help="another build (its bin/growtrace) measured beside this one, full mode")
     args = parser.parse_args()
 
     program = os.path.join(args.build, "bin", "bench_malloc_heavy")
@@ -69,6 +72,14 @@ def main() -> int:
     tools.append(("growtrace", clean(gt_trace), lambda: [growtrace, "run", "-o", gt_trace, "--", program, str(args.pairs)]))
     tools.append(("growtrace-sampled", clean(gt_sampled),
                   lambda: [growtrace, "run", "--sample", args.sample, "-o", gt_sampled, "--", program, str(args.pairs)]))
+    traces = {"growtrace": gt_trace, "growtrace-sampled": gt_sampled}
+    analyzers = {"growtrace": growtrace, "growtrace-sampled": growtrace}
+    if args.compare:
+        other = os.path.join(args.compare, "bin", "growtrace")
+        label = f"growtrace@{os.path.basename(os.path.normpath(args.compare))}"
+        other_trace = os.path.join(work, "compare.gtrace")
+        traces[label], analyzers[label] = other_trace, other
+        tools.append((label, clean(other_trace), lambda: [other, "run", "-o", other_trace, "--", program, str(args.pairs)]))
     times = {name: [] for name, _, _ in tools}
     for _ in range(args.repeat):
         for name, cleanup, make_cmd in tools:
@@ -91,22 +102,22 @@ def main() -> int:
             ht_file = next(os.path.join(work, f) for f in os.listdir(work) if f.startswith("bench.heaptrack"))
             size = os.path.getsize(ht_file)
             analyze = analyse(["heaptrack_print", ht_file])
-        elif name.startswith("growtrace"):
-            path = gt_trace if name == "growtrace" else gt_sampled
+        elif name in traces:
+            path = traces[name]
             size = os.path.getsize(path)
-            analyze = analyse([growtrace, "analyze", path, "--json", "-o", os.path.join(work, "report.json")])
+            analyze = analyse([analyzers[name], "analyze", path, "--json", "-o", os.path.join(work, "report.json")])
         rows.append((name, wall, cpu, size, analyze))
     base_wall, base_cpu = rows[0][1], rows[0][2]
 
     print(f"workload: bench_malloc_heavy, 2 threads x {args.pairs} malloc/free pairs ({events} events), "
           f"median of {args.repeat} runs, {os.cpu_count()} cores")
-    print(f"{'tool':<18} {'wall s':>8} {'cpu s':>8} {'slowdown':>9} {'cpu ratio':>9} {'trace B':>12} "
+    print(f"{'tool':<24} {'wall s':>8} {'cpu s':>8} {'slowdown':>9} {'cpu ratio':>9} {'trace B':>12} "
           f"{'B/event':>8} {'analyze s':>10}")
     for name, wall, cpu, size, analyze in rows:
         size_text = f"{size:>12}" if size is not None else f"{'-':>12}"
         per_event = f"{size / events:>8.2f}" if size is not None else f"{'-':>8}"
         analyze_text = f"{analyze:>10.2f}" if analyze is not None else f"{'-':>10}"
-        print(f"{name:<18} {wall:>8.3f} {cpu:>8.3f} {wall / base_wall:>8.1f}x {cpu / base_cpu:>8.1f}x "
+        print(f"{name:<24} {wall:>8.3f} {cpu:>8.3f} {wall / base_wall:>8.1f}x {cpu / base_cpu:>8.1f}x "
               f"{size_text} {per_event} {analyze_text}")
     shutil.rmtree(work, ignore_errors=True)
     return 0

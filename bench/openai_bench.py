@@ -21,6 +21,9 @@ alone, without interpreter start-up, imports or the tracer's work at exit.
 
     python3 bench/openai_bench.py [--build /tmp/rootbuild] [--requests 20] [--repeat 1] [--python 3.12]
                                   [--sample 512K] [--tools untraced,memray,growtrace,growtrace-sampled]
+                                  [--compare DIR]
+--compare DIR adds the full-mode row of another build ("growtrace@DIR": its bin/growtrace), so that a
+change is measured before and after in one run.
 """
 from __future__ import annotations
 
@@ -71,6 +74,7 @@ def main() -> int:
     parser.add_argument("--python", default="3.11", help="CPython version: the project's venv for it")
     parser.add_argument("--sample", default="512K", help="--sample SIZE of the sampled row")
     parser.add_argument("--tools", help="comma-separated subset of the rows (untraced is always run)")
+    parser.add_argument("--compare", help="another build (its bin/growtrace) measured beside this one, full mode")
     args = parser.parse_args()
 
     venv = ".venv" if args.python == "3.11" else f".venv-{args.python}"
@@ -100,8 +104,12 @@ def main() -> int:
                   lambda out: [growtrace, "run", "--no-python-objects", "-o", out, "--", python, *repro_args]))
     tools.append(("growtrace-sampled", "sampled.gtrace",
                   lambda out: [growtrace, "run", "--sample", args.sample, "-o", out, "--", python, *repro_args]))
+    if args.compare:
+        other = os.path.join(args.compare, "bin", "growtrace")
+        tools.append((f"growtrace@{os.path.basename(os.path.normpath(args.compare))}", "compare.gtrace",
+                      lambda out: [other, "run", "-o", out, "--", python, *repro_args]))
     if args.tools:
-        wanted = set(args.tools.split(",")) | {"untraced"}
+        wanted = set(args.tools.split(",")) | {"untraced"} | ({tools[-1][0]} if args.compare else set())
         tools = [t for t in tools if t[0] in wanted]
 
     # Runs are interleaved (each repeat runs every tool once) so that a slower spell of a shared
@@ -124,11 +132,11 @@ def main() -> int:
     base_wall, base_cpu, base_seconds = rows[0][1:4]
     print(f"workload: openai #2672 repro on CPython {args.python}, --mode threads --requests {args.requests} --interval 0, "
           f"median of {args.repeat} run(s), machine: {os.cpu_count()} cores")
-    print(f"{'tool':<18} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
+    print(f"{'tool':<24} {'wall s':>8} {'cpu s':>8} {'wall x':>7} {'cpu x':>7} {'repro s':>8} {'repro x':>8} "
           f"{'output MB':>10}")
     for name, wall, cpu, seconds, size in rows:
         size_text = f"{size / 1e6:>10.2f}" if size is not None else f"{'-':>10}"
-        print(f"{name:<18} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
+        print(f"{name:<24} {wall:>8.2f} {cpu:>8.2f} {wall / base_wall:>6.1f}x {cpu / base_cpu:>6.1f}x "
               f"{seconds:>8.2f} {seconds / max(base_seconds, 0.01):>7.1f}x {size_text}")
     return 0
 

@@ -219,8 +219,56 @@ void TraceCompactor::enter_run(uint32_t tid, uint64_t ticks) {
     out_tid_ = tid;
 }
 
-void TraceCompactor::on_alloc(uint32_t tid, uint64_t ticks, uint64_t addr, uint64_t size, uint64_t stack) {
+bool TraceCompactor::has_context(uint64_t tid) const {
+    if (contexts_untracked_) return true;
+    if (!threads_with_context_) return false;
+    for (const OpenContexts& c : contexts_)
+        if (c.tid == tid) return true;
+    return false;
+}
+
+void TraceCompactor::note_context(uint64_t tid, uint8_t kind, const uint8_t* rest, size_t size) {
+    if (kind != static_cast<uint8_t>(RecordKind::CacheInsert) && kind != static_cast<uint8_t>(RecordKind::Collection))
+        return;
+    format::Cursor c(rest, rest + size);
+    uint64_t phase;
+    if (!c.varint(phase)) return;
+    const bool opens = phase == 0;
+    OpenContexts* free_slot = nullptr;
+    for (OpenContexts& t : contexts_) {
+        if (t.tid == tid) {
+            if (opens) ++t.open;
+            else if (--t.open == 0) {
+                t.tid = 0;
+                --threads_with_context_;
+            }
+            return;
+        }
+        if (!t.tid && !free_slot) free_slot = &t;
+    }
+    if (!opens) {
+        if (contexts_untracked_) --contexts_untracked_;
+        return;
+    }
+    if (!free_slot) {
+        ++contexts_untracked_;
+        return;
+    }
+    *free_slot = {tid, 1};
+    ++threads_with_context_;
+}
+
+void TraceCompactor::enter_event_run(uint32_t tid, uint64_t ticks) {
+    if (out_tid_ && out_tid_ != tid && !has_context(tid) && !has_context(out_tid_)) {
+        run_tid_ = tid;
+        run_ticks_ = ticks;
+        return;
+    }
     enter_run(tid, ticks);
+}
+
+void TraceCompactor::on_alloc(uint32_t tid, uint64_t ticks, uint64_t addr, uint64_t size, uint64_t stack) {
+    enter_event_run(tid, ticks);
     if (size) write_held();  // a sample: the held misses it falls in are written
     emit_alloc(ticks, size, addr, stack);
 }
@@ -233,12 +281,13 @@ void TraceCompactor::on_free(uint32_t tid, uint64_t ticks, uint64_t addr) {
         ++untraced_frees_;
         return;
     }
-    enter_run(tid, ticks);
+    enter_event_run(tid, ticks);
     emit_free_of(id, ticks, !collecting(tid));
 }
 
 void TraceCompactor::on_thread_event(uint32_t tid, uint64_t ticks, uint8_t kind, const uint8_t* rest, size_t size) {
     enter_run(tid, ticks);
+    note_context(tid, kind, rest, size);
     write_thread_event(kind, rest, size);
 }
 
@@ -725,7 +774,6 @@ size_t TraceCompactor::write_folded(const uint8_t* block, size_t size, uint8_t* 
     FoldOutput o{out, out + out_capacity};
     format::Cursor c(block, block + size);
     uint64_t count = ledger_base_;
-    bool in_run = false;
     // The run's clock as the block had it, and as what is written so far gives it.
     uint64_t clock = 0, shown = 0;
     auto catch_up = [&] {
@@ -747,7 +795,6 @@ size_t TraceCompactor::write_folded(const uint8_t* block, size_t size, uint8_t* 
             uint64_t tid;
             if (!p.varint(tid) || !p.varint(clock)) return 0;
             shown = clock;
-            in_run = true;
             o.record(kind, payload, length);
         } else if (kind == static_cast<uint8_t>(RecordKind::Time)) {
             int64_t d;
@@ -779,7 +826,8 @@ size_t TraceCompactor::write_folded(const uint8_t* block, size_t size, uint8_t* 
         }
     }
     if (count != allocations_) return 0;  // not the block the ledger describes: leave it as it is
-    if (in_run) catch_up();  // the run may go on in the next block
+    // The run may go on in the next block (merged order cuts blocks in the middle of runs).
+    catch_up();
     if (!o.ok || !write_short_lived(o.p, o.end, removed, shift, last)) return 0;
     return static_cast<size_t>(o.p - out);
 }
@@ -860,6 +908,8 @@ void TraceCompactor::reset() {
     recorded_allocations_ = recorded_frees_ = lost_events_ = 0;
     run_ticks_ = run_tid_ = 0;
     out_tid_ = 0;
+    for (OpenContexts& c : contexts_) c = OpenContexts{};
+    threads_with_context_ = contexts_untracked_ = 0;
     written_ticks_ = 0;
     exit_ticks_ = 0;
 }

@@ -182,6 +182,13 @@ private:
     size_t container_allocations(const uint8_t* payload, size_t size, uint8_t* out, size_t out_size);
     // The event's thread and time: a Thread record when the thread is not the last one's.
     void enter_run(uint32_t tid, uint64_t ticks);
+    // The same for an allocation or a free, which the reader attributes by thread only to a
+    // thread with a cache miss or a full collection open: without one on either side, it is
+    // written in the run at hand (threads that interleave finely cost no Thread records).
+    void enter_event_run(uint32_t tid, uint64_t ticks);
+    bool has_context(uint64_t tid) const;
+    // A thread event that opens (+1) or closes (-1) a cache miss or a full collection.
+    void note_context(uint64_t tid, uint8_t kind, const uint8_t* rest, size_t size);
     void emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack);
     // `countable`: a sample freed here may be counted in a ShortLivedSamples record.
     void emit_free_of(uint64_t id, uint64_t ticks, bool countable);
@@ -206,6 +213,16 @@ private:
     uint64_t run_ticks_ = 0;
     uint64_t run_tid_ = 0;
     uint32_t out_tid_ = 0;  // 0: no run yet
+    // Threads with a cache miss or a full collection open, as received (a miss held back in a
+    // sampled trace counts too: the extra Thread records are harmless).
+    static constexpr size_t kContextThreads = 64;
+    struct OpenContexts {
+        uint64_t tid = 0;  // 0: free slot
+        uint32_t open = 0;
+    };
+    OpenContexts contexts_[kContextThreads] = {};
+    uint32_t threads_with_context_ = 0;
+    uint32_t contexts_untracked_ = 0;  // opened beyond kContextThreads: then every event switches
     uint64_t written_ticks_ = 0;  // time the reader believes the run is at
     uint64_t exit_ticks_ = 0;     // 0: not exiting
     bool sampled_ = false;        // the trace is sampled (coarser time grid, elided key descriptions)

@@ -10,7 +10,7 @@
 // replaced by a fresh thread every --respawn items (threads start and exit during the run).
 //
 //   handoff [--producers N] [--consumers M] [--items N] [--keep K] [--respawn R] [--seconds S]
-// --seconds S: produce for S seconds instead of --items (for attach), printing "running" first.
+// --seconds S: produce for S seconds instead of --items (for attach), printing "running pid N" first.
 #include <unistd.h>
 
 #include <atomic>
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     const bool timed = seconds > 0;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     if (timed) {
-        printf("running\n");
+        printf("running pid %d\n", static_cast<int>(getpid()));
         fflush(stdout);
     }
 

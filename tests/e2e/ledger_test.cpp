@@ -130,6 +130,30 @@ bool wait_for_output(const std::string& path, const std::string& text, std::chro
     return false;
 }
 
+// A process stopped in the middle of its work (SIGSTOP: a debugger, a container paused, a
+// machine short of CPU) and resumed: its threads and the tracer's writer stop with it, at any
+// point of an event; nothing is lost.
+TEST(Ledger, AProcessStoppedAndResumedLosesNoFree) {
+    ScratchDir dir;
+    trace_program(dir, dir / "small.gtrace", handoff({"--items", "2000"}));
+    const std::string out = dir / "program.out";
+    const std::string trace = dir / "stopped.gtrace";
+    std::string command = fmt::format("exec '{}' run -o '{}' -- '{}' --seconds 3 --keep 30 > '{}'", GT_GROWTRACE, trace,
+                                      GT_PROGRAM_HANDOFF, out);
+    Spawned run({"/bin/sh", "-c", command}, {.timeout_seconds = 60});
+    ASSERT_TRUE(wait_for_output(out, "running pid ")) << read_file(out);
+    const std::string text = read_file(out);
+    const pid_t pid = static_cast<pid_t>(std::stol(text.substr(text.find("running pid ") + 12)));
+    std::this_thread::sleep_for(500ms);
+    ASSERT_EQ(kill(pid, SIGSTOP), 0);
+    std::this_thread::sleep_for(1s);
+    ASSERT_EQ(kill(pid, SIGCONT), 0);
+    ProcessResult r = run.wait();
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    const uint64_t baseline = balanced_live(dir, dir / "small.gtrace");
+    EXPECT_EQ(balanced_live(dir, trace), baseline + 30);
+}
+
 // Attached in the middle of the hand-off (--full): frees of blocks allocated before the attach
 // are counted as untraced, not matched to anything; blocks allocated while attached and freed
 // after the detach are at most the queue's 64 and those in the consumers' hands.
@@ -138,7 +162,7 @@ TEST(LedgerAttach, AnAttachedHandOffBalancesAndHoldsOnlyWhatWasInFlight) {
     const std::string out = dir / "program.out";
     std::string command = fmt::format("exec '{}' --seconds 8 > '{}'", GT_PROGRAM_HANDOFF, out);
     Spawned program({"/bin/sh", "-c", command}, {.timeout_seconds = 60});
-    ASSERT_TRUE(wait_for_output(out, "running")) << read_file(out);
+    ASSERT_TRUE(wait_for_output(out, "running pid")) << read_file(out);
     const std::string trace = dir / "attached.gtrace";
     ProcessResult r = growtrace({"attach", std::to_string(program.pid()), "--full", "-o", trace, "--duration", "2"});
     ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;

@@ -22,12 +22,23 @@ inline uint64_t now_ticks() {
 #endif
 }
 
-// An event's time, read once the event's place in its thread's buffer is taken: fenced, so that
-// the read happens after everything before it (the allocator's call, the lock) and before
-// everything after (handing the block over). The writer merges threads by these times and
-// decides a free only once every thread has caught up with it (event_merger.h): an
-// allocation handed to another thread and freed there is always earlier than its free.
+// An event's time, read once the event's place in its thread's buffer is taken. RDTSCP waits
+// for every instruction before it (the lock, the allocator's call) to have executed, so the time
+// is never read before the thread holds its state: the writer, which reads its own time before
+// taking each thread's lock, can count a thread it collected as caught up to that time
+// (event_merger.h). A later store that hands the block to another thread retires after it, so
+// an allocation is always earlier than its free, whichever thread frees it.
 inline uint64_t event_ticks() {
+#if defined(__x86_64__)
+    unsigned aux;
+    return __rdtscp(&aux);
+#else
+    return now_ticks();
+#endif
+}
+
+// The writer's time for a collection: fenced both ways, read before any thread's lock is tried.
+inline uint64_t collection_ticks() {
 #if defined(__x86_64__)
     _mm_lfence();
     uint64_t t = __rdtsc();

@@ -121,7 +121,7 @@ uint64_t thread_registry_collect(const CollectSink& sink) {
     pthread_mutex_lock(&g_registry_mutex);
     // Read after the registry is locked: a thread that registers later reads its events' times
     // later still; one whose lock is taken below writes its next events after this time.
-    const uint64_t now = event_ticks();
+    const uint64_t now = collection_ticks();
     ThreadState** link = &g_threads;
     while (ThreadState* ts = *link) {
         if (lock_for_collection(ts)) {

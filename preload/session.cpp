@@ -248,7 +248,7 @@ bool TraceSession::before_exec() {
     writer_emit(rec.string(""));  // the new image picks its own name (<stem>.exec<N>.gtrace)
     // The image is about to be replaced: everything recorded so far must be on disk. If exec
     // fails, tracing simply goes on.
-    writer_flush(false);
+    writer_flush_before_exec();
     return config_.follow_exec;
 }
 

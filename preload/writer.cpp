@@ -230,8 +230,9 @@ void emit_time_mark() {
     writer_emit(mark.varint(now_ticks()).varint(monotonic_ns()).varint(read_rss_bytes()));
 }
 
-// `write`: the block goes to the file now (not only when it is due).
-void cycle(bool final, bool write) {
+// `write`: the block goes to the file now (not only when it is due). `drain` (an exec, or the
+// end): every event is merged, whatever the threads have caught up with, and the ledger written.
+void cycle(bool final, bool write, bool drain = false) {
     pthread_mutex_lock(&g_cycle_mutex);
     if (g_file && g_file->is_open()) {
         module_map_scan(writer_emit, g_scan_requested.exchange(false));
@@ -251,10 +252,10 @@ void cycle(bool final, bool write) {
         g_global_used = 0;
         pthread_mutex_unlock(&g_global_mutex);
 
-        write_thread_runs(every_thread, final);
+        write_thread_runs(every_thread, final || drain);
         if (every_thread && sampling_enabled()) g_compactor.write_miss_counts(now_ticks(), final, append_compacted);
+        if (final || drain) g_compactor.write_ledger();
         if (final) {
-            g_compactor.write_ledger();
             format::RecordEncoder end(format::RecordKind::End);
             end.varint(now_ticks()).varint(monotonic_ns());
             uint8_t bytes[32];
@@ -388,6 +389,13 @@ void writer_resume() {
 }
 
 void writer_note_main_thread_ended() { g_main_thread_ended.store(true); }
+
+// The program's other threads end with the exec: nothing of theirs is left to wait for. Should
+// the exec fail, the trace goes on, and the ledger at its end is the one that counts.
+void writer_flush_before_exec() {
+    RecursionGuard guard;
+    cycle(false, true, true);
+}
 
 // The writer thread is told to stop only after the final cycle: once it is gone the trace is
 // complete (`growtrace detach` waits for that). A cycle it runs meanwhile finds the file closed.

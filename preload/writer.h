@@ -38,6 +38,8 @@ void writer_note_main_thread_ended();
 // Gather and write everything now, from the calling thread. `final` adds the End record and
 // closes the file. Safe to call from any thread; serialised with the writer thread.
 void writer_flush(bool final);
+// Before an exec: every event recorded so far is written, with the ledger as it stands.
+void writer_flush_before_exec();
 
 // CPython 3.12+ warns at os.fork() when /proc/self/stat counts more than one thread, which the
 // writer thread would be in a program of one thread. For such a fork (preload/session.cpp) the

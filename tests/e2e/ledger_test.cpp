@@ -120,6 +120,19 @@ TEST(Ledger, AProgramEndingWithUnderscoreExitKeepsItsLastEvents) {
     EXPECT_GE(report["ledger"]["file_live"].get<uint64_t>(), 500u);
 }
 
+// An image replaced by exec leaves a trace without End: its ledger is written before the exec,
+// with everything its threads recorded, so it is checked all the same.
+TEST(Ledger, ATraceEndedByAnExecCarriesItsLedger) {
+    ScratchDir dir;
+    const std::string trace = dir / "exec.gtrace";
+    trace_program(dir, trace, {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_EXIT_WITH, "--lines", "1"});
+    json report = analyze_json(dir, trace);
+    EXPECT_FALSE(report["ended_cleanly"].get<bool>());
+    EXPECT_TRUE(report["ledger"]["checked"].get<bool>()) << report["ledger"].dump();
+    EXPECT_TRUE(report["ledger"].value("balanced", false)) << report["ledger"].dump();
+    EXPECT_GE(report["ledger"]["file_live"].get<uint64_t>(), 10u);  // parent_keep's blocks
+}
+
 // Waits until `path` holds `text` (the program printed it), at most `limit`.
 bool wait_for_output(const std::string& path, const std::string& text, std::chrono::seconds limit = 20s) {
     auto deadline = std::chrono::steady_clock::now() + limit;

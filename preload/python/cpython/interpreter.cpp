@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "preload/log.h"
+#include "preload/python/cpython/checked_read.h"
 #include "preload/python/cpython/code_generation.h"
 
 namespace growtrace::preload::python {
@@ -20,8 +21,10 @@ Interpreter g_interpreter;
 bool g_probed = false;
 bool g_present = false;
 
-// Py_TPFLAGS_UNICODE_SUBCLASS: the same bit in every version (PyUnicode_Check tests it).
+// Py_TPFLAGS_UNICODE_SUBCLASS and Py_TPFLAGS_TYPE_SUBCLASS: the same bits in every version
+// (PyUnicode_Check and PyType_Check test them).
 constexpr unsigned long kUnicodeFlag = 1UL << 28;
+constexpr unsigned long kTypeFlag = 1UL << 31;
 
 template <typename F>
 bool resolve(F& fn, const char* name) {
@@ -41,7 +44,8 @@ bool resolve_api(const VersionLayout& layout) {
            resolve(a.clear_error, "PyErr_Clear") && resolve(a.get_allocator, "PyMem_GetAllocator") &&
            resolve(a.set_allocator, "PyMem_SetAllocator") && resolve(a.sys_get, "PySys_GetObject") &&
            resolve(a.add_pending_call, "Py_AddPendingCall") &&
-           resolve(a.cfunction_type, "PyCFunction_Type") &&
+           resolve(a.cfunction_type, "PyCFunction_Type") && resolve(a.unicode_type, "PyUnicode_Type") &&
+           resolve(a.dict_type, "PyDict_Type") &&
            resolve(g_thread_state_access.gil_holder, layout.gil_holder_symbol) &&
            resolve(g_thread_state_access.this_thread_state, "PyGILState_GetThisThreadState");
 }
@@ -118,9 +122,60 @@ bool initialized() { return g_present && g_interpreter.api.is_initialized(); }
 
 const Interpreter& interpreter() { return g_interpreter; }
 
+namespace {
+
+// The header every object starts with, read checked (one copy): its reference count must be
+// that of a live object (freed blocks hold the allocator's list pointers there), and it must
+// name a type.
+bool read_header(const void* object, Object*& type) {
+    if (!object || reinterpret_cast<uintptr_t>(object) % alignof(void*)) return false;
+    char header[32];
+    const size_t size = layout().object_type + sizeof(Object*);
+    if (size > sizeof header || !copy_checked(object, header, size)) return false;
+    type = field<Object*>(header, layout().object_type);
+    return field<ptrdiff_t>(header, 0) > 0 && type;
+}
+
+// A type object's flags, if `type` is one: its own type's flags say so.
+bool type_flags_of(const Object* type, unsigned long& flags) {
+    Object* meta = nullptr;
+    unsigned long meta_flags = 0;
+    return read_header(type, meta) && read_field(meta, layout().type_flags, meta_flags) && (meta_flags & kTypeFlag) &&
+           read_field(type, layout().type_flags, flags);
+}
+
+// A str, or an instance of a class derived from str.
+bool is_text(const Object* object) {
+    Object* type = nullptr;
+    if (!read_header(object, type)) return false;
+    if (type == interpreter().api.unicode_type) return true;
+    unsigned long flags = 0;
+    return type_flags_of(type, flags) && (flags & kUnicodeFlag);
+}
+
+// A type object's fields (PyTypeObject, not a heap type's), copied at once. Big enough for
+// every supported version's PyTypeObject (checked when the copy is made).
+struct TypeCopy {
+    alignas(8) char bytes[512];
+    template <typename T>
+    T get(size_t offset) const { return field<T>(bytes, offset); }
+};
+
+// Copies the type object at `type`, if it is one (its type's flags say so).
+bool copy_type(const Object* type, TypeCopy& out) {
+    const VersionLayout& l = layout();
+    if (l.type_object_size > sizeof out.bytes || !type || reinterpret_cast<uintptr_t>(type) % alignof(void*) ||
+        !copy_checked(type, out.bytes, l.type_object_size) || out.get<ptrdiff_t>(0) <= 0)
+        return false;
+    unsigned long meta_flags = 0;
+    return read_field(out.get<Object*>(l.object_type), l.type_flags, meta_flags) && (meta_flags & kTypeFlag);
+}
+
+}  // namespace
+
 const char* text_of(const Object* text, size_t& size) {
     size = 0;
-    if (!text || !(type_flags(type_of(text)) & kUnicodeFlag)) return "";
+    if (!is_text(text)) return "";
     ptrdiff_t n = 0;
     const char* utf8 = g_interpreter.api.utf8(const_cast<Object*>(text), &n);
     if (!utf8) {
@@ -129,6 +184,42 @@ const char* text_of(const Object* text, size_t& size) {
     }
     size = static_cast<size_t>(n);
     return utf8;
+}
+
+bool read_class_names(const void* type, ClassNames& out) {
+    out = ClassNames{};
+    const VersionLayout& l = layout();
+    TypeCopy copy;
+    if (!copy_type(static_cast<const Object*>(type), copy) || !(copy.get<unsigned long>(l.type_flags) & l.heap_type_flag))
+        return false;
+    // The flag alone does not make the object a PyHeapTypeObject: Cython sets it on its static
+    // types for the time PyType_Ready runs, and the heap type's fields would then be read from
+    // whatever follows the static type in memory. A real heap type (type(), PyType_FromSpec*)
+    // has its slot tables inside itself; only then are its heap fields there to read.
+    if (copy.get<const char*>(l.type_as_number) != static_cast<const char*>(type) + l.heap_type_as_number) return false;
+    Object* qualname = nullptr;
+    if (!read_field(type, l.heap_type_qualname, qualname)) return false;
+    out.qualname = text_of(qualname, out.qualname_len);
+    // __module__ from the class's own dict, if it has a real one (no lookup that runs code).
+    auto* dict = copy.get<Object*>(l.type_dict);
+    Object* dict_type = nullptr;
+    if (read_header(dict, dict_type) && dict_type == g_interpreter.api.dict_type) {
+        Object* module = g_interpreter.api.dict_get(dict, "__module__");
+        if (!module) g_interpreter.api.clear_error();
+        out.module = text_of(module, out.module_len);
+    }
+    // The metaclass's tp_name: a C string that may be anything; copied, and used only if it
+    // ends within the copy.
+    TypeCopy meta;
+    if (copy_type(copy.get<Object*>(l.object_type), meta)) {
+        char name[sizeof out.metaclass];
+        size_t got = copy_readable_prefix(meta.get<const char*>(l.type_name), name, sizeof name);
+        if (const void* end = memchr(name, '\0', got)) {
+            out.metaclass_len = static_cast<size_t>(static_cast<const char*>(end) - name);
+            memcpy(out.metaclass, name, out.metaclass_len + 1);
+        }
+    }
+    return true;
 }
 
 }  // namespace growtrace::preload::python

@@ -2,6 +2,7 @@
 version into the folder given as the first argument) and prints what was made, one line per
 class, then uses them a little: instances, subclasses, names. Run untraced and under
 `growtrace run` (tests/e2e/python_extensions_test.cpp): the output must be the same."""
+import functools
 import gc
 import sys
 
@@ -22,5 +23,15 @@ for label in ("cython_static", "guard_page", "plain_static", "from_spec", "no_mo
 for label in ("cython_static", "guard_page", "plain_static", "from_spec"):
     sub = type(f"Sub_{label}", (by_label[label],), {"extra": label})
     print(f"subclass of {label}: {sub.__name__} mro={len(sub.__mro__)} extra={sub().extra}")
+# Every class as a cache key (the agent describes keys by their classes' names), the hand-built
+# ones too (no names of their own).
+
+
+@functools.lru_cache(maxsize=None)
+def per_class(cls, label):
+    return f"{label}!"
+
+
+print("keys", [per_class(cls, label) for label, cls, _ in made if cls is not None], per_class.cache_info().currsize)
 gc.collect()
 print(f"odd_types classes={len(made)}")

@@ -194,12 +194,12 @@ growtrace_py_api g_api_table = {
 using TypeReadyFn = int (*)(void*);
 
 // A class just made ready: its module, qualified name and metaclass, read from its own storage
-// (no attribute lookup, which could run the program's code), every read checked. Anything that
-// is not a heap type whose fields can be read (a static type, one that Cython flags as a heap
-// type while it is made ready, one half built by C code) is left out.
+// (no attribute lookup, which could run the program's code), never a read that could fault.
+// Anything that is not a heap type whose fields can be read (a static type, one that Cython
+// flags as a heap type while it is made ready, one half built by C code) is left out.
 void record_heap_type(const void* type) {
     ClassNames names;
-    if (!read_class_names(type, names)) return;
+    if (!read_ready_class_names(type, names)) return;
     uint64_t stack = capture_stack_api();
     emit_type(GROWTRACE_PY_TYPE_FROM_NATIVE_HOOK, reinterpret_cast<uint64_t>(type), stack, names.module,
               names.module_len, names.qualname, names.qualname_len, names.metaclass, names.metaclass_len);

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,7 @@ bool resolve_api(const VersionLayout& layout) {
            resolve(a.set_allocator, "PyMem_SetAllocator") && resolve(a.sys_get, "PySys_GetObject") &&
            resolve(a.add_pending_call, "Py_AddPendingCall") &&
            resolve(a.cfunction_type, "PyCFunction_Type") && resolve(a.unicode_type, "PyUnicode_Type") &&
+           resolve(a.type_type, "PyType_Type") &&
            resolve(a.dict_type, "PyDict_Type") &&
            resolve(g_thread_state_access.gil_holder, layout.gil_holder_symbol) &&
            resolve(g_thread_state_access.this_thread_state, "PyGILState_GetThisThreadState");
@@ -153,29 +155,22 @@ bool is_text(const Object* object) {
     return type_flags_of(type, flags) && (flags & kUnicodeFlag);
 }
 
-// A type object's fields (PyTypeObject, not a heap type's), copied at once. Big enough for
-// every supported version's PyTypeObject (checked when the copy is made).
-struct TypeCopy {
-    alignas(8) char bytes[512];
-    template <typename T>
-    T get(size_t offset) const { return field<T>(bytes, offset); }
-};
-
-// Copies the type object at `type`, if it is one (its type's flags say so).
-bool copy_type(const Object* type, TypeCopy& out) {
-    const VersionLayout& l = layout();
-    if (l.type_object_size > sizeof out.bytes || !type || reinterpret_cast<uintptr_t>(type) % alignof(void*) ||
-        !copy_checked(type, out.bytes, l.type_object_size) || out.get<ptrdiff_t>(0) <= 0)
-        return false;
-    unsigned long meta_flags = 0;
-    return read_field(out.get<Object*>(l.object_type), l.type_flags, meta_flags) && (meta_flags & kTypeFlag);
+// A C string that may be anything (a type's tp_name): copied, and kept only if it ends within
+// the copy; returns its length (0 and "" otherwise).
+size_t copy_c_string(const char* text, char* out, size_t capacity) {
+    char copy[256];
+    size_t got = copy_readable_prefix(text, copy, std::min(capacity, sizeof copy));
+    const void* end = memchr(copy, '\0', got);
+    out[0] = '\0';
+    if (!end) return 0;
+    size_t length = static_cast<size_t>(static_cast<const char*>(end) - copy);
+    memcpy(out, copy, length + 1);
+    return length;
 }
 
-}  // namespace
-
-const char* text_of(const Object* text, size_t& size) {
+// A str's UTF-8 text, "" where it has none (a lone surrogate).
+const char* utf8_of(const Object* text, size_t& size) {
     size = 0;
-    if (!is_text(text)) return "";
     ptrdiff_t n = 0;
     const char* utf8 = g_interpreter.api.utf8(const_cast<Object*>(text), &n);
     if (!utf8) {
@@ -185,39 +180,51 @@ const char* text_of(const Object* text, size_t& size) {
     size = static_cast<size_t>(n);
     return utf8;
 }
+}  // namespace
 
-bool read_class_names(const void* type, ClassNames& out) {
+const char* text_of(const Object* text, size_t& size) {
+    size = 0;
+    return is_text(text) ? utf8_of(text, size) : "";
+}
+
+bool read_ready_class_names(const void* type, ClassNames& out) {
     out = ClassNames{};
     const VersionLayout& l = layout();
-    TypeCopy copy;
-    if (!copy_type(static_cast<const Object*>(type), copy) || !(copy.get<unsigned long>(l.type_flags) & l.heap_type_flag))
-        return false;
+    // What PyType_Ready has just read and written without faulting, and what it requires of a
+    // type it makes ready, is read directly: the PyTypeObject itself, its flags and slots, its
+    // type (a ready type, with a name) and the dict it made. The rest is proved first.
+    if (!type || !(field<unsigned long>(type, l.type_flags) & l.heap_type_flag)) return false;
     // The flag alone does not make the object a PyHeapTypeObject: Cython sets it on its static
     // types for the time PyType_Ready runs, and the heap type's fields would then be read from
-    // whatever follows the static type in memory. A real heap type (type(), PyType_FromSpec*)
-    // has its slot tables inside itself; only then are its heap fields there to read.
-    if (copy.get<const char*>(l.type_as_number) != static_cast<const char*>(type) + l.heap_type_as_number) return false;
-    Object* qualname = nullptr;
-    if (!read_field(type, l.heap_type_qualname, qualname)) return false;
-    out.qualname = text_of(qualname, out.qualname_len);
-    // __module__ from the class's own dict, if it has a real one (no lookup that runs code).
-    auto* dict = copy.get<Object*>(l.type_dict);
+    // whatever follows the static type in memory (issue #29: `import grpc`). A real heap type
+    // (type(), PyType_FromSpec*) has its slot tables inside itself; only then are its heap
+    // fields there to read.
+    if (field<const char*>(type, l.type_as_number) != static_cast<const char*>(type) + l.heap_type_as_number) return false;
+    // ht_qualname is whatever the code that made the class put there: NULL, a str, or anything.
+    out.qualname = text_of(field<Object*>(type, l.heap_type_qualname), out.qualname_len);
+    if (!out.qualname_len) {  // no qualified name (a class built by C code): its tp_name
+        out.qualname = out.name_copy;
+        out.qualname_len = copy_c_string(field<const char*>(type, l.type_name), out.name_copy, sizeof out.name_copy);
+    }
+    // __module__ from the class's own dict (no lookup that could run the program's code). An
+    // extension may have set tp_dict itself before PyType_Ready: checked.
     Object* dict_type = nullptr;
-    if (read_header(dict, dict_type) && dict_type == g_interpreter.api.dict_type) {
+    if (auto* dict = field<Object*>(type, l.type_dict); read_header(dict, dict_type) && dict_type == g_interpreter.api.dict_type) {
+        // The value is one the dict holds a reference to: a live object, whose type is read
+        // directly (a str subclass still goes through the checked text_of).
         Object* module = g_interpreter.api.dict_get(dict, "__module__");
         if (!module) g_interpreter.api.clear_error();
-        out.module = text_of(module, out.module_len);
+        else if (field<Object*>(module, l.object_type) == g_interpreter.api.unicode_type) out.module = utf8_of(module, out.module_len);
+        else out.module = text_of(module, out.module_len);
     }
-    // The metaclass's tp_name: a C string that may be anything; copied, and used only if it
-    // ends within the copy.
-    TypeCopy meta;
-    if (copy_type(copy.get<Object*>(l.object_type), meta)) {
-        char name[sizeof out.metaclass];
-        size_t got = copy_readable_prefix(meta.get<const char*>(l.type_name), name, sizeof name);
-        if (const void* end = memchr(name, '\0', got)) {
-            out.metaclass_len = static_cast<size_t>(static_cast<const char*>(end) - name);
-            memcpy(out.metaclass, name, out.metaclass_len + 1);
-        }
+    // The metaclass's name; PyType_Ready only compares the pointer when it is `type`.
+    auto* meta = field<Object*>(type, l.object_type);
+    const char* meta_name = nullptr;
+    if (meta == g_interpreter.api.type_type) {
+        out.metaclass_len = sizeof "type" - 1;
+        memcpy(out.metaclass, "type", sizeof "type");
+    } else if (read_field(meta, l.type_name, meta_name)) {
+        out.metaclass_len = copy_c_string(meta_name, out.metaclass, sizeof out.metaclass);
     }
     return true;
 }

@@ -52,6 +52,7 @@ struct CApi {
     Object* cfunction_type;                // &PyCFunction_Type (builtin functions)
     Object* unicode_type;                  // &PyUnicode_Type
     Object* dict_type;                     // &PyDict_Type
+    Object* type_type;                     // &PyType_Type
 };
 
 // A builtin function's entry in its module's method table (PyMethodDef, the same in every
@@ -97,11 +98,14 @@ inline const VersionLayout& layout() { return *interpreter().layout; }
 // was never set, or that points anywhere, gives "").
 const char* text_of(const Object* text, size_t& size);
 
-// The names of a class that was just made ready, for its TypeCreate record. Every read is
-// checked; false means "skip this class": it is not a heap type (a static type, including a
-// static type that Cython flags as a heap type while PyType_Ready runs), or its storage
-// cannot be read. Strings point into the interpreter's objects (module, qualname) or into
-// `metaclass`, and are valid while the class is.
+// The names of a class that PyType_Ready has just made ready (it returned 0; GIL held), for
+// its TypeCreate record. What PyType_Ready itself read, wrote or required (the PyTypeObject,
+// its type, the dict it made) is read directly; the heap type's own fields only once the class
+// is proved to be one, and what they point to only through checked reads. False means "skip
+// this class": it is not a heap type (a static type, including one that Cython flags as a heap
+// type while PyType_Ready runs, or one built by C code without its own slot tables). Strings
+// point into the interpreter's objects (module, qualname) or into this struct, and are valid
+// while both are.
 struct ClassNames {
     const char* module = "";
     size_t module_len = 0;
@@ -109,7 +113,8 @@ struct ClassNames {
     size_t qualname_len = 0;
     char metaclass[128] = {};
     size_t metaclass_len = 0;
+    char name_copy[128] = {};  // tp_name, the qualname of a class that has none
 };
-bool read_class_names(const void* type, ClassNames& out);
+bool read_ready_class_names(const void* type, ClassNames& out);
 
 }  // namespace growtrace::preload::python

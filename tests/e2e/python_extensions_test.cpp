@@ -18,18 +18,24 @@ namespace {
 
 const std::string kOddTypesDir = GT_PYTHON_EXT_DIR;
 
-// Runs `program` untraced, then traced in full and sampled: same exit status, same stdout.
+// Runs `program` untraced, then traced in full and sampled (and with each of `more_runs`'
+// options): same exit status, same stdout.
 void expect_traced_like_untraced(const ScratchDir& dir, const std::vector<std::string>& program,
-                                 const std::string& expected_in_output) {
+                                 const std::string& expected_in_output,
+                                 const std::vector<std::vector<std::string>>& more_runs = {}) {
     ProcessResult untraced = run_process(program, {.cwd = dir.path().string()});
     ASSERT_EQ(untraced.signal, 0) << untraced.err;
     ASSERT_EQ(untraced.exit_code, 0) << untraced.err;
     ASSERT_NE(untraced.out.find(expected_in_output), std::string::npos) << untraced.out;
-    for (TraceMode mode : {TraceMode::Full, TraceMode::Sampled}) {
-        SCOPED_TRACE(mode_name(mode));
+    std::vector<std::vector<std::string>> runs{mode_options(TraceMode::Full), mode_options(TraceMode::Sampled)};
+    runs.insert(runs.end(), more_runs.begin(), more_runs.end());
+    for (size_t r = 0; r < runs.size(); ++r) {
+        std::string options;
+        for (const std::string& o : runs[r]) options += " " + o;
+        SCOPED_TRACE("growtrace run" + options);
         std::vector<std::string> args{"run"};
-        for (const std::string& o : mode_options(mode)) args.push_back(o);
-        const std::string trace = dir / ("ext_" + mode_name(mode) + ".gtrace");
+        args.insert(args.end(), runs[r].begin(), runs[r].end());
+        const std::string trace = dir / ("ext_" + std::to_string(r) + ".gtrace");
         args.insert(args.end(), {"-o", trace, "--"});
         args.insert(args.end(), program.begin(), program.end());
         ProcessResult traced = growtrace(args, {.cwd = dir.path().string()});
@@ -46,7 +52,8 @@ class OddTypes : public ::testing::TestWithParam<PythonUnderTest> {};
 // while it is made ready (followed in memory by a pointer to nothing, and at the very end of a
 // readable page), a plain static type, one without tp_name, PyType_FromSpec types with and
 // without a module, and heap types built by hand without names or with a qualname that is not
-// a str. Each is made ready, used, and subclassed by Python.
+// a str. Each is made ready, used, subclassed by Python and used as a cache key. Also run with
+// --no-python-objects, as the report did.
 TEST_P(OddTypes, ClassesMadeLikeCExtensionsAndCythonRunAsUntraced) {
     const PythonUnderTest& py = GetParam();
     GT_SKIP_UNLESS_INSTALLED(py, false);
@@ -57,7 +64,7 @@ TEST_P(OddTypes, ClassesMadeLikeCExtensionsAndCythonRunAsUntraced) {
         GTEST_SKIP() << module << " was not built (no CPython 3." << minor << " headers at build time)";
     ScratchDir dir;
     expect_traced_like_untraced(dir, {py.python, kPythonPrograms + "odd_types.py", kOddTypesDir},
-                                "odd_types classes=9");
+                                "odd_types classes=9", {{"--no-python-objects"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, OddTypes, ::testing::ValuesIn(pythons_under_test()), python_test_name);

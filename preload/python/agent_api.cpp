@@ -199,7 +199,7 @@ using TypeReadyFn = int (*)(void*);
 // flags as a heap type while it is made ready, one half built by C code) is left out.
 void record_heap_type(const void* type) {
     ClassNames names;
-    if (!read_ready_class_names(type, names)) return;
+    if (!checked_reads_work() || !read_ready_class_names(type, names)) return;  // else the agent's gc scan names it
     uint64_t stack = capture_stack_api();
     emit_type(GROWTRACE_PY_TYPE_FROM_NATIVE_HOOK, reinterpret_cast<uint64_t>(type), stack, names.module,
               names.module_len, names.qualname, names.qualname_len, names.metaclass, names.metaclass_len);

@@ -176,7 +176,8 @@ static const char *heap_module_of(PyHeapTypeObject *ht) {
 }
 
 static const char *heap_qualname_of(PyHeapTypeObject *ht) {
-    const char *q = ht && ht->ht_qualname && PyUnicode_Check(ht->ht_qualname) ? PyUnicode_AsUTF8(ht->ht_qualname) : NULL;
+    PyObject *qualname = ht ? ht->ht_qualname : NULL;
+    const char *q = qualname && PyUnicode_Check(qualname) ? PyUnicode_AsUTF8(qualname) : NULL;
     if (!q) PyErr_Clear();
     return q;
 }

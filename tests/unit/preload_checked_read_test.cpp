@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "preload/python/cpython/checked_read.h"
@@ -14,7 +15,8 @@ namespace {
 // Two pages: the first readable, the second not.
 struct GuardedPages {
     size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    char* base = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    char* base =
+        static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     GuardedPages() {
         if (base != MAP_FAILED) mprotect(base + page, page, PROT_NONE);
     }

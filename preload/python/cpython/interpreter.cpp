@@ -199,7 +199,8 @@ bool read_ready_class_names(const void* type, ClassNames& out) {
     // whatever follows the static type in memory (issue #29: `import grpc`). A real heap type
     // (type(), PyType_FromSpec*) has its slot tables inside itself; only then are its heap
     // fields there to read.
-    if (field<const char*>(type, l.type_as_number) != static_cast<const char*>(type) + l.heap_type_as_number) return false;
+    const char* own_tables = static_cast<const char*>(type) + l.heap_type_as_number;
+    if (field<const char*>(type, l.type_as_number) != own_tables) return false;
     // ht_qualname is whatever the code that made the class put there: NULL, a str, or anything.
     out.qualname = text_of(field<Object*>(type, l.heap_type_qualname), out.qualname_len);
     if (!out.qualname_len) {  // no qualified name (a class built by C code): its tp_name
@@ -208,19 +209,23 @@ bool read_ready_class_names(const void* type, ClassNames& out) {
     }
     // __module__ from the class's own dict (no lookup that could run the program's code). An
     // extension may have set tp_dict itself before PyType_Ready: checked.
+    const CApi& api = g_interpreter.api;
     Object* dict_type = nullptr;
-    if (auto* dict = field<Object*>(type, l.type_dict); read_header(dict, dict_type) && dict_type == g_interpreter.api.dict_type) {
+    if (auto* dict = field<Object*>(type, l.type_dict); read_header(dict, dict_type) && dict_type == api.dict_type) {
         // The value is one the dict holds a reference to: a live object, whose type is read
         // directly (a str subclass still goes through the checked text_of).
-        Object* module = g_interpreter.api.dict_get(dict, "__module__");
-        if (!module) g_interpreter.api.clear_error();
-        else if (field<Object*>(module, l.object_type) == g_interpreter.api.unicode_type) out.module = utf8_of(module, out.module_len);
-        else out.module = text_of(module, out.module_len);
+        Object* module = api.dict_get(dict, "__module__");
+        if (!module)
+            api.clear_error();
+        else if (field<Object*>(module, l.object_type) == api.unicode_type)
+            out.module = utf8_of(module, out.module_len);
+        else
+            out.module = text_of(module, out.module_len);
     }
     // The metaclass's name; PyType_Ready only compares the pointer when it is `type`.
     auto* meta = field<Object*>(type, l.object_type);
     const char* meta_name = nullptr;
-    if (meta == g_interpreter.api.type_type) {
+    if (meta == api.type_type) {
         out.metaclass_len = sizeof "type" - 1;
         memcpy(out.metaclass, "type", sizeof "type");
     } else if (read_field(meta, l.type_name, meta_name)) {

@@ -47,7 +47,6 @@ struct VersionLayout {
     size_t type_dict;            // PyTypeObject.tp_dict
     size_t type_dealloc;         // PyTypeObject.tp_dealloc
     size_t type_as_number;       // PyTypeObject.tp_as_number
-    size_t type_object_size;     // sizeof(PyTypeObject): a static type may end right there
     size_t heap_type_as_number;  // PyHeapTypeObject.as_number (a heap type's own slot table)
     size_t heap_type_qualname;   // PyHeapTypeObject.ht_qualname
     size_t dict_used;            // PyDictObject.ma_used

@@ -88,13 +88,15 @@ make_venv() {
     log "3.$minor: installing $(grep -cv '^\s*\(#\|$\)' "$requirements") pinned packages"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         --no-input -r "$requirements"
-    # A missing wheel only skips the tests of that package (they say so), not the venv.
+    # A missing wheel only skips the tests of that package (they say so), not the venv; the
+    # stamp then does not match, so the next run tries again.
+    local extensions_ok=1
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         --no-input --only-binary=:all: -r "$extensions" \
-        || log "3.$minor: warning: some of $extensions did not install; their tests will be skipped"
+        || { extensions_ok=0; log "3.$minor: warning: $extensions did not install; their tests will be skipped"; }
     "$venv/bin/python" -c 'import openai, pydantic, psutil, pytest' \
         || { log "3.$minor: installed packages do not import"; return 1; }
-    echo "$want" > "$stamp"
+    if ((extensions_ok)); then echo "$want" > "$stamp"; else rm -f "$stamp"; fi
     log "3.$minor: venv ready"
 }
 

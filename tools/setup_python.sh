@@ -3,7 +3,8 @@
 #
 #  1. One venv per CPython version growtrace reads, each made with a CPython whose executable
 #     links libpython3.X.so (the "shared" build: LD_PRELOAD can interpose libpython's exported
-#     functions), with tools/python_requirements.txt installed: <repo>/.venv for 3.11 (the
+#     functions), with tools/python_requirements.txt and tools/python_extensions_requirements.txt (compiled
+#     extensions, for the test that imports them traced) installed: <repo>/.venv for 3.11 (the
 #     default: the demo, the benchmarks) and <repo>/.venv-3.10, .venv-3.12, .venv-3.13. A stamp
 #     file holding the hash of the requirements and of the base interpreter makes re-runs a
 #     no-op. A version with no such interpreter here is skipped (its tests say so); 3.11 is
@@ -24,6 +25,8 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 requirements="$repo/tools/python_requirements.txt"
+# Compiled extensions for the test that imports them under the tracer; installed the same way.
+extensions="$repo/tools/python_extensions_requirements.txt"
 force=0
 [[ "${1:-}" == "--force" ]] && force=1
 
@@ -65,7 +68,7 @@ make_venv() {
     local minor="$1" venv="$2" base want stamp="$2/.growtrace-requirements.sha256"
     base="$(find_base_python "$minor")" || return 1
     # The stamp covers the requirements, this script's pip options and the base interpreter.
-    want="$( { sha256sum < "$requirements"; echo "$base"; "$base" -c 'import sys; print(sys.version)'; } \
+    want="$( { sha256sum < "$requirements"; sha256sum < "$extensions"; echo "$base"; "$base" -c 'import sys; print(sys.version)'; } \
              | sha256sum | cut -d' ' -f1)"
     venv_ok() {
         [[ -x "$venv/bin/python" ]] && "$venv/bin/python" -c 'import sys' 2>/dev/null \
@@ -85,9 +88,15 @@ make_venv() {
     log "3.$minor: installing $(grep -cv '^\s*\(#\|$\)' "$requirements") pinned packages"
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         --no-input -r "$requirements"
+    # A missing wheel only skips the tests of that package (they say so), not the venv; the
+    # stamp then does not match, so the next run tries again.
+    local extensions_ok=1
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        --no-input --only-binary=:all: -r "$extensions" \
+        || { extensions_ok=0; log "3.$minor: warning: $extensions did not install; their tests will be skipped"; }
     "$venv/bin/python" -c 'import openai, pydantic, psutil, pytest' \
         || { log "3.$minor: installed packages do not import"; return 1; }
-    echo "$want" > "$stamp"
+    if ((extensions_ok)); then echo "$want" > "$stamp"; else rm -f "$stamp"; fi
     log "3.$minor: venv ready"
 }
 

@@ -11,6 +11,7 @@
 
 #include "growtrace_py_api.h"
 #include "preload/clock.h"
+#include "preload/python/cpython/checked_read.h"
 #include "preload/python/cpython/interpreter.h"
 #include "preload/python/python_allocator.h"
 #include "preload/recorder.h"
@@ -193,20 +194,15 @@ growtrace_py_api g_api_table = {
 using TypeReadyFn = int (*)(void*);
 
 // A class just made ready: its module, qualified name and metaclass, read from its own storage
-// (no attribute lookup, which could run the program's code).
+// (no attribute lookup, which could run the program's code), never a read that could fault.
+// Anything that is not a heap type whose fields can be read (a static type, one that Cython
+// flags as a heap type while it is made ready, one half built by C code) is left out.
 void record_heap_type(const void* type) {
-    const VersionLayout& l = layout();
-    const CApi& api = interpreter().api;
-    size_t module_len = 0, name_len = 0;
-    Object* dict = field<Object*>(type, l.type_dict);
-    Object* module = dict ? api.dict_get(dict, "__module__") : nullptr;
-    const char* module_text = text_of(module, module_len);
-    const char* name = text_of(field<Object*>(type, l.heap_type_qualname), name_len);
-    const char* meta = field<const char*>(type_of(type), l.type_name);
-    if (!meta) meta = "";
+    ClassNames names;
+    if (!checked_reads_work() || !read_ready_class_names(type, names)) return;  // else the agent's gc scan names it
     uint64_t stack = capture_stack_api();
-    emit_type(GROWTRACE_PY_TYPE_FROM_NATIVE_HOOK, reinterpret_cast<uint64_t>(type), stack, module_text, module_len, name,
-              name_len, meta, strlen(meta));
+    emit_type(GROWTRACE_PY_TYPE_FROM_NATIVE_HOOK, reinterpret_cast<uint64_t>(type), stack, names.module,
+              names.module_len, names.qualname, names.qualname_len, names.metaclass, names.metaclass_len);
 }
 
 }  // namespace
@@ -291,8 +287,7 @@ extern "C" __attribute__((visibility("default"))) int PyType_Ready(void* type) {
     python::TypeReadyFn real = python::real_type_ready();
     if (!real) return -1;
     int rc = real(type);
-    if (rc == 0 && !t_in_tracer && tracer_active() && python::present() && python::is_heap_type(type))
-        python::record_heap_type(type);
+    if (rc == 0 && type && !t_in_tracer && tracer_active() && python::present()) python::record_heap_type(type);
     return rc;
 }
 
@@ -305,8 +300,11 @@ extern "C" __attribute__((visibility("default"))) const growtrace_py_api* growtr
     // The agent is the running interpreter's own build; it is refused where the library
     // cannot read that interpreter (its layout is unknown, so neither can be trusted).
     if (min_version > GROWTRACE_PY_API_VERSION || !tracer_active() || !python::present()) return nullptr;
+    // The hook names classes only with checked reads; where the kernel refuses them (seccomp),
+    // the agent's gc scan reports the classes instead.
     static const bool type_hook =
-        dlsym(RTLD_DEFAULT, "PyType_Ready") == reinterpret_cast<void*>(&growtrace_type_ready_local);
+        dlsym(RTLD_DEFAULT, "PyType_Ready") == reinterpret_cast<void*>(&growtrace_type_ready_local) &&
+        python::checked_reads_work();
     if (type_hook) python::g_api_table.features |= GROWTRACE_PY_FEATURE_NATIVE_TYPE_HOOK;
     return &python::g_api_table;
 }

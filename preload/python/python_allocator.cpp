@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "preload/python/agent_api.h"
+#include "preload/python/cpython/checked_read.h"
 #include "preload/python/python_frames.h"
 #include "preload/recorder.h"
 #include "preload/recursion_guard.h"
@@ -60,11 +61,18 @@ void route_debug_malloc_stats() {
     g_route_pending.store(false, std::memory_order_relaxed);
     const CApi& api = interpreter().api;
     Object* function = api.sys_get("_debugmallocstats");
-    if (!function || type_of(function) != api.cfunction_type) return;
-    auto* entry = field<MethodDef*>(function, layout().cfunction_method);
-    if (!entry || entry->flags != kMethNoArgs || !entry->name || strcmp(entry->name, "_debugmallocstats") != 0) return;
-    if (entry->function == debug_malloc_stats_untraced) return;  // an earlier trace of this process did
-    g_debug_malloc_stats.store(entry->function, std::memory_order_relaxed);
+    // The program may have put anything there: every read is checked.
+    Object* type = nullptr;
+    MethodDef* entry = nullptr;
+    MethodDef method{};
+    char name[sizeof "_debugmallocstats"] = {};
+    if (!read_field(function, layout().object_type, type) || type != api.cfunction_type ||
+        !read_field(function, layout().cfunction_method, entry) || !copy_checked(entry, &method, sizeof method) ||
+        method.flags != kMethNoArgs || !copy_checked(method.name, name, sizeof name) ||
+        memcmp(name, "_debugmallocstats", sizeof name) != 0)
+        return;
+    if (method.function == debug_malloc_stats_untraced) return;  // an earlier trace of this process did
+    g_debug_malloc_stats.store(method.function, std::memory_order_relaxed);
     // Through the kernel: a table in read-only memory is left alone instead of faulting.
     Object* (*stand_in)(Object*, Object*) = debug_malloc_stats_untraced;
     iovec local = {&stand_in, sizeof stand_in};

@@ -152,32 +152,56 @@ typedef struct {
     size_t ntypes;
 } KeyDesc;
 
+/* The PyHeapTypeObject behind a class, or NULL. Py_TPFLAGS_HEAPTYPE alone is no proof: Cython
+   sets it on its static types while PyType_Ready runs, and a heap type's fields would then be
+   read from whatever follows the static type in memory. A real heap type (type(),
+   PyType_FromSpec*) has its slot tables inside itself; a type built by hand that does not is
+   left unnamed rather than misread. */
+static PyHeapTypeObject *heap_type_of(PyTypeObject *tp) {
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)) return NULL;
+    PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
+    return tp->tp_as_number == &ht->as_number ? ht : NULL;
+}
+
+/* tp_name, which a type not made ready yet may lack. */
+static const char *type_name_of(PyTypeObject *tp) { return tp->tp_name ? tp->tp_name : "?"; }
+
+/* A heap type's __module__ (from its own dict) and qualified name, NULL where unset or not str. */
+static const char *heap_module_of(PyHeapTypeObject *ht) {
+    PyObject *dict = ht ? ht->ht_type.tp_dict : NULL;
+    PyObject *mod = dict && PyDict_Check(dict) ? PyDict_GetItemString(dict, "__module__") : NULL;
+    const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+    if (!m) PyErr_Clear();
+    return m;
+}
+
+static const char *heap_qualname_of(PyHeapTypeObject *ht) {
+    PyObject *qualname = ht ? ht->ht_qualname : NULL;
+    const char *q = qualname && PyUnicode_Check(qualname) ? PyUnicode_AsUTF8(qualname) : NULL;
+    if (!q) PyErr_Clear();
+    return q;
+}
+
 /* "module.qualname" of a class, read from its own storage (no descriptors, no __getattr__). */
 static void put_type_name(Buf *b, PyTypeObject *tp) {
-    if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
-        PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
-        PyObject *mod = tp->tp_dict ? PyDict_GetItemString(tp->tp_dict, "__module__") : NULL;
-        if (mod && PyUnicode_Check(mod)) {
-            const char *m = PyUnicode_AsUTF8(mod);
-            if (m && strcmp(m, "builtins") != 0) {
-                buf_puts(b, m);
-                buf_puts(b, ".");
-            }
+    PyHeapTypeObject *ht = heap_type_of(tp);
+    if (ht) {
+        const char *m = heap_module_of(ht);
+        if (m && strcmp(m, "builtins") != 0) {
+            buf_puts(b, m);
+            buf_puts(b, ".");
         }
-        const char *q = ht->ht_qualname && PyUnicode_Check(ht->ht_qualname)
-                            ? PyUnicode_AsUTF8(ht->ht_qualname) : NULL;
-        buf_puts(b, q ? q : tp->tp_name);
+        const char *q = heap_qualname_of(ht);
+        buf_puts(b, q ? q : type_name_of(tp));
     } else {
-        buf_puts(b, tp->tp_name); /* "module.name" already, or a builtin's bare name */
+        buf_puts(b, type_name_of(tp)); /* "module.name" already, or a builtin's bare name */
     }
     PyErr_Clear();
 }
 
 static int module_is(PyTypeObject *tp, const char *module) {
-    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || !tp->tp_dict) return 0;
-    PyObject *mod = PyDict_GetItemString(tp->tp_dict, "__module__");
-    if (!mod || !PyUnicode_Check(mod)) return 0;
-    return PyUnicode_CompareWithASCIIString(mod, module) == 0;
+    const char *m = heap_module_of(heap_type_of(tp));
+    return m && strcmp(m, module) == 0;
 }
 
 /* Generic attribute lookup that ignores a class's __getattr__/__getattribute__ overrides. */
@@ -218,7 +242,7 @@ static void describe(KeyDesc *k, PyObject *o, int depth) {
     }
     /* typing aliases (typing._GenericAlias, _UnionGenericAlias, ...) and
        types.GenericAlias / types.UnionType: origin[args] */
-    const char *tn = tp->tp_name;
+    const char *tn = type_name_of(tp);
     if (module_is(tp, "typing") || strcmp(tn, "types.GenericAlias") == 0 ||
         strcmp(tn, "types.UnionType") == 0) {
         PyObject *origin = plain_attr(o, "__origin__");
@@ -477,7 +501,7 @@ typedef struct {
 /* The type's size and the offsets of its instance dict and weakref list are public (tp_*)
    and pin the layout around the fields used; the cache must be a dict. */
 static int lru_layout_matches(PyTypeObject *tp) {
-    return strcmp(tp->tp_name, "functools._lru_cache_wrapper") == 0 &&
+    return strcmp(type_name_of(tp), "functools._lru_cache_wrapper") == 0 &&
            tp->tp_basicsize == (Py_ssize_t)sizeof(GtLruCache) &&
            tp->tp_dictoffset == (Py_ssize_t)offsetof(GtLruCache, dict) &&
            tp->tp_weaklistoffset == (Py_ssize_t)offsetof(GtLruCache, weakreflist);
@@ -711,13 +735,12 @@ static void emit_type(PyTypeObject *tp, uint32_t source) {
     Buf mod = {mod_s, 0, sizeof mod_s, 0}, qn = {qn_s, 0, sizeof qn_s, 0},
         meta = {meta_s, 0, sizeof meta_s, 0};
     mod_s[0] = qn_s[0] = meta_s[0] = '\0';
-    PyObject *m = tp->tp_dict ? PyDict_GetItemString(tp->tp_dict, "__module__") : NULL;
-    const char *ms = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+    PyHeapTypeObject *ht = heap_type_of(tp);
+    if (!ht) return; /* not a heap type whose fields can be read: left out */
+    const char *ms = heap_module_of(ht);
     buf_puts(&mod, ms ? ms : "");
-    PyHeapTypeObject *ht = (PyHeapTypeObject *)tp;
-    const char *q = ht->ht_qualname && PyUnicode_Check(ht->ht_qualname)
-                        ? PyUnicode_AsUTF8(ht->ht_qualname) : NULL;
-    buf_puts(&qn, q ? q : tp->tp_name);
+    const char *q = heap_qualname_of(ht);
+    buf_puts(&qn, q ? q : type_name_of(tp));
     put_type_name(&meta, Py_TYPE(tp));
     PyErr_Clear();
     g_counts[3]++;

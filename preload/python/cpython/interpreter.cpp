@@ -3,11 +3,13 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
 #include "preload/log.h"
+#include "preload/python/cpython/checked_read.h"
 #include "preload/python/cpython/code_generation.h"
 
 namespace growtrace::preload::python {
@@ -20,8 +22,10 @@ Interpreter g_interpreter;
 bool g_probed = false;
 bool g_present = false;
 
-// Py_TPFLAGS_UNICODE_SUBCLASS: the same bit in every version (PyUnicode_Check tests it).
+// Py_TPFLAGS_UNICODE_SUBCLASS and Py_TPFLAGS_TYPE_SUBCLASS: the same bits in every version
+// (PyUnicode_Check and PyType_Check test them).
 constexpr unsigned long kUnicodeFlag = 1UL << 28;
+constexpr unsigned long kTypeFlag = 1UL << 31;
 
 template <typename F>
 bool resolve(F& fn, const char* name) {
@@ -41,7 +45,9 @@ bool resolve_api(const VersionLayout& layout) {
            resolve(a.clear_error, "PyErr_Clear") && resolve(a.get_allocator, "PyMem_GetAllocator") &&
            resolve(a.set_allocator, "PyMem_SetAllocator") && resolve(a.sys_get, "PySys_GetObject") &&
            resolve(a.add_pending_call, "Py_AddPendingCall") &&
-           resolve(a.cfunction_type, "PyCFunction_Type") &&
+           resolve(a.cfunction_type, "PyCFunction_Type") && resolve(a.unicode_type, "PyUnicode_Type") &&
+           resolve(a.type_type, "PyType_Type") &&
+           resolve(a.dict_type, "PyDict_Type") &&
            resolve(g_thread_state_access.gil_holder, layout.gil_holder_symbol) &&
            resolve(g_thread_state_access.this_thread_state, "PyGILState_GetThisThreadState");
 }
@@ -118,9 +124,53 @@ bool initialized() { return g_present && g_interpreter.api.is_initialized(); }
 
 const Interpreter& interpreter() { return g_interpreter; }
 
-const char* text_of(const Object* text, size_t& size) {
+namespace {
+
+// The header every object starts with, read checked (one copy): its reference count must be
+// that of a live object (freed blocks hold the allocator's list pointers there), and it must
+// name a type.
+bool read_header(const void* object, Object*& type) {
+    if (!object || reinterpret_cast<uintptr_t>(object) % alignof(void*)) return false;
+    char header[32];
+    const size_t size = layout().object_type + sizeof(Object*);
+    if (size > sizeof header || !copy_checked(object, header, size)) return false;
+    type = field<Object*>(header, layout().object_type);
+    return field<ptrdiff_t>(header, 0) > 0 && type;
+}
+
+// A type object's flags, if `type` is one: its own type's flags say so.
+bool type_flags_of(const Object* type, unsigned long& flags) {
+    Object* meta = nullptr;
+    unsigned long meta_flags = 0;
+    return read_header(type, meta) && read_field(meta, layout().type_flags, meta_flags) && (meta_flags & kTypeFlag) &&
+           read_field(type, layout().type_flags, flags);
+}
+
+// A str, or an instance of a class derived from str.
+bool is_text(const Object* object) {
+    Object* type = nullptr;
+    if (!read_header(object, type)) return false;
+    if (type == interpreter().api.unicode_type) return true;
+    unsigned long flags = 0;
+    return type_flags_of(type, flags) && (flags & kUnicodeFlag);
+}
+
+// A C string that may be anything (a type's tp_name): copied, and kept only if it ends within
+// the copy; returns its length (0 and "" otherwise).
+size_t copy_c_string(const char* text, char* out, size_t capacity) {
+    char copy[256];
+    size_t got = copy_readable_prefix(text, copy, std::min(capacity, sizeof copy));
+    const void* end = memchr(copy, '\0', got);
+    out[0] = '\0';
+    if (!end) return 0;
+    size_t length = static_cast<size_t>(static_cast<const char*>(end) - copy);
+    memcpy(out, copy, length + 1);
+    return length;
+}
+
+// A str's UTF-8 text, "" where it has none (a lone surrogate).
+const char* utf8_of(const Object* text, size_t& size) {
     size = 0;
-    if (!text || !(type_flags(type_of(text)) & kUnicodeFlag)) return "";
     ptrdiff_t n = 0;
     const char* utf8 = g_interpreter.api.utf8(const_cast<Object*>(text), &n);
     if (!utf8) {
@@ -129,6 +179,59 @@ const char* text_of(const Object* text, size_t& size) {
     }
     size = static_cast<size_t>(n);
     return utf8;
+}
+}  // namespace
+
+const char* text_of(const Object* text, size_t& size) {
+    size = 0;
+    return is_text(text) ? utf8_of(text, size) : "";
+}
+
+bool read_ready_class_names(const void* type, ClassNames& out) {
+    out = ClassNames{};
+    const VersionLayout& l = layout();
+    // What PyType_Ready has just read and written without faulting, and what it requires of a
+    // type it makes ready, is read directly: the PyTypeObject itself, its flags and slots, its
+    // type (a ready type, with a name) and the dict it made. The rest is proved first.
+    if (!type || !(field<unsigned long>(type, l.type_flags) & l.heap_type_flag)) return false;
+    // The flag alone does not make the object a PyHeapTypeObject: Cython sets it on its static
+    // types for the time PyType_Ready runs, and the heap type's fields would then be read from
+    // whatever follows the static type in memory (issue #29: `import grpc`). A real heap type
+    // (type(), PyType_FromSpec*) has its slot tables inside itself; only then are its heap
+    // fields there to read.
+    const char* own_tables = static_cast<const char*>(type) + l.heap_type_as_number;
+    if (field<const char*>(type, l.type_as_number) != own_tables) return false;
+    // ht_qualname is whatever the code that made the class put there: NULL, a str, or anything.
+    out.qualname = text_of(field<Object*>(type, l.heap_type_qualname), out.qualname_len);
+    if (!out.qualname_len) {  // no qualified name (a class built by C code): its tp_name
+        out.qualname = out.name_copy;
+        out.qualname_len = copy_c_string(field<const char*>(type, l.type_name), out.name_copy, sizeof out.name_copy);
+    }
+    // __module__ from the class's own dict (no lookup that could run the program's code). An
+    // extension may have set tp_dict itself before PyType_Ready: checked.
+    const CApi& api = g_interpreter.api;
+    Object* dict_type = nullptr;
+    if (auto* dict = field<Object*>(type, l.type_dict); read_header(dict, dict_type) && dict_type == api.dict_type) {
+        // The value is one the dict holds a reference to: a live object, whose type is read
+        // directly (a str subclass still goes through the checked text_of).
+        Object* module = api.dict_get(dict, "__module__");
+        if (!module)
+            api.clear_error();
+        else if (field<Object*>(module, l.object_type) == api.unicode_type)
+            out.module = utf8_of(module, out.module_len);
+        else
+            out.module = text_of(module, out.module_len);
+    }
+    // The metaclass's name; PyType_Ready only compares the pointer when it is `type`.
+    auto* meta = field<Object*>(type, l.object_type);
+    const char* meta_name = nullptr;
+    if (meta == api.type_type) {
+        out.metaclass_len = sizeof "type" - 1;
+        memcpy(out.metaclass, "type", sizeof "type");
+    } else if (read_field(meta, l.type_name, meta_name)) {
+        out.metaclass_len = copy_c_string(meta_name, out.metaclass, sizeof out.metaclass);
+    }
+    return true;
 }
 
 }  // namespace growtrace::preload::python

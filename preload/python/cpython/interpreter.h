@@ -50,6 +50,9 @@ struct CApi {
     Object* (*sys_get)(const char* name);  // borrowed; keeps the pending exception
     int (*add_pending_call)(int (*function)(void*), void* arg);  // any thread, no GIL needed
     Object* cfunction_type;                // &PyCFunction_Type (builtin functions)
+    Object* unicode_type;                  // &PyUnicode_Type
+    Object* dict_type;                     // &PyDict_Type
+    Object* type_type;                     // &PyType_Type
 };
 
 // A builtin function's entry in its module's method table (PyMethodDef, the same in every
@@ -79,7 +82,9 @@ bool initialized();
 // Valid while present().
 const Interpreter& interpreter();
 
-// Reading objects through the layout (present() only).
+// Reading objects through the layout (present() only). `field` loads directly: only for
+// objects whose fields are known to be there (the library's own, or ones checked before);
+// anything else is read with read_field (checked_read.h), which never faults.
 template <typename T>
 inline T field(const void* object, size_t offset) {
     T value;
@@ -87,11 +92,29 @@ inline T field(const void* object, size_t offset) {
     return value;
 }
 inline const VersionLayout& layout() { return *interpreter().layout; }
-inline Object* type_of(const void* object) { return field<Object*>(object, layout().object_type); }
-inline unsigned long type_flags(const void* type) { return field<unsigned long>(type, layout().type_flags); }
-inline bool is_heap_type(const void* type) { return type_flags(type) & layout().heap_type_flag; }
+
 // The UTF-8 text of a str object (GIL held: the interpreter may cache the encoding on it);
-// "" for anything that is not a str.
+// "" for anything that is not a live str, read with checked reads (a pointer from a slot that
+// was never set, or that points anywhere, gives "").
 const char* text_of(const Object* text, size_t& size);
+
+// The names of a class that PyType_Ready has just made ready (it returned 0; GIL held), for
+// its TypeCreate record. What PyType_Ready itself read, wrote or required (the PyTypeObject,
+// its type, the dict it made) is read directly; the heap type's own fields only once the class
+// is proved to be one, and what they point to only through checked reads. False means "skip
+// this class": it is not a heap type (a static type, including one that Cython flags as a heap
+// type while PyType_Ready runs, or one built by C code without its own slot tables). Strings
+// point into the interpreter's objects (module, qualname) or into this struct, and are valid
+// while both are.
+struct ClassNames {
+    const char* module = "";
+    size_t module_len = 0;
+    const char* qualname = "";
+    size_t qualname_len = 0;
+    char metaclass[128] = {};
+    size_t metaclass_len = 0;
+    char name_copy[128] = {};  // tp_name, the qualname of a class that has none
+};
+bool read_ready_class_names(const void* type, ClassNames& out);
 
 }  // namespace growtrace::preload::python

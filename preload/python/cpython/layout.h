@@ -46,6 +46,8 @@ struct VersionLayout {
     size_t type_name;            // PyTypeObject.tp_name
     size_t type_dict;            // PyTypeObject.tp_dict
     size_t type_dealloc;         // PyTypeObject.tp_dealloc
+    size_t type_as_number;       // PyTypeObject.tp_as_number
+    size_t heap_type_as_number;  // PyHeapTypeObject.as_number (a heap type's own slot table)
     size_t heap_type_qualname;   // PyHeapTypeObject.ht_qualname
     size_t dict_used;            // PyDictObject.ma_used
     size_t object_type;          // PyObject.ob_type

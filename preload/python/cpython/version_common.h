@@ -20,6 +20,8 @@
     .type_name = offsetof(PyTypeObject, tp_name),                  \
     .type_dict = offsetof(PyTypeObject, tp_dict),                  \
     .type_dealloc = offsetof(PyTypeObject, tp_dealloc),            \
+    .type_as_number = offsetof(PyTypeObject, tp_as_number),        \
+    .heap_type_as_number = offsetof(PyHeapTypeObject, as_number),  \
     .heap_type_qualname = offsetof(PyHeapTypeObject, ht_qualname), \
     .dict_used = offsetof(PyDictObject, ma_used),                  \
     .object_type = offsetof(PyObject, ob_type),                    \

@@ -11,7 +11,7 @@ class App;
 
 namespace growtrace::cli {
 
-// What attach uses unless told otherwise: services run for hours (README, "Sampled mode").
+// What attach uses unless told otherwise: services run for hours (docs/sampling.md).
 inline constexpr uint64_t kDefaultAttachSampleBytes = 512 * 1024;
 
 struct SamplingOption {

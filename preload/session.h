@@ -53,8 +53,12 @@ public:
     // An Exiting record: main returned, exit() was called, or CPython's atexit ran; the
     // analyzer counts no more frees after it (shutdown is not the steady state).
     void program_exiting();
-    // The trace so far is flushed. Returns whether the new image will be traced.
+    // The trace so far is flushed. Returns whether the new image will be traced; if it is
+    // (and this is the traced process, not a vfork child), next_image() names its trace and
+    // next_launchers() the images before it, this one last (environment::kLaunchers).
     bool before_exec();
+    const char* next_image() const { return next_image_; }
+    const char* next_launchers() const { return next_launchers_; }
     void before_dlclose();
 
     StackTree tree;  // the hot path interns stacks into it directly
@@ -64,9 +68,14 @@ private:
     void reset_parts(SessionOrigin origin);
     bool init_capture();
     void emit_process_record(const char* parent_trace);
+    void name_next_image();
 
+    static constexpr size_t kMaxLaunchers = 4096;  // environment::kLaunchers, without its name
     Config config_;
     TraceFile file_;
+    char launchers_[kMaxLaunchers] = "";       // this image's, from its environment
+    char next_image_[sizeof Config::output] = "";
+    char next_launchers_[kMaxLaunchers] = "";
     int pid_ = 0;
     bool capture_ready_ = false;  // once per process: libunwind, the tree, the thread key, atfork
 };

@@ -51,7 +51,8 @@ int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostre
     try {
         result = analyze_trace(options.trace_path);
         // An exec chain is one program: the report is on the image at its end.
-        chain = follow_exec_chain(options.trace_path, result);
+        chain = options.follow_exec ? follow_exec_chain(options.trace_path, result)
+                                    : read_program_chain(options.trace_path);
     } catch (const TraceError& e) {
         return fail(err, e.what());
     } catch (const std::bad_alloc&) {

@@ -30,6 +30,10 @@ struct AnalyzeOptions {
     std::vector<std::string> more_traces;
     bool with_children = false;
     bool only_first_required = false;  // TraceSetOptions::only_first_required
+    // A trace whose process exec'd (a launcher: a shim, env, a shell) leads to the trace of the
+    // program at the end of its exec chain, which is reported on (program_chain.h). False: the
+    // named trace's own image.
+    bool follow_exec = true;
 };
 
 // Analyses the trace and writes the report to out. Returns kExitOk, kExitGrowthFound (only

@@ -287,6 +287,12 @@ void TraceSession::name_next_image() {
     next_launchers_[have + separator + n] = '\0';
 }
 
+bool TraceSession::spawned_image(char* out, size_t size) const {
+    char child[sizeof config_.output];
+    return trace_names::forked_child(file_.path(), static_cast<int>(getpid()), 1, child, sizeof child) &&
+           trace_names::next_exec_image(child, 1, out, size);
+}
+
 void TraceSession::before_dlclose() {
     if (!tracer_active()) return;
     RecursionGuard guard;

@@ -58,6 +58,10 @@ public:
     // next_launchers() the images before it, this one last (environment::kLaunchers).
     bool before_exec();
     const char* next_image() const { return next_image_; }
+    // In a vfork child about to exec (pid() != getpid()), which must write nothing of the
+    // parent's: the name its image's trace takes, <stem>.<child pid>.exec1.gtrace (the image of
+    // a child, not the next of this process's chain). False if none fits.
+    bool spawned_image(char* out, size_t size) const;
     const char* next_launchers() const { return next_launchers_; }
     void before_dlclose();
 

@@ -27,7 +27,8 @@ std::string identity(const std::string& path) {
 // What folding needs to know of one trace.
 struct TraceFacts {
     bool analysed = false;  // small enough, and readable
-    bool helper = false;
+    bool helper = false;    // no finding, heap below kMaxHelperPeakBytes
+    bool subshell = false;  // no finding, heap below kMaxSubshellPeakBytes
     uint64_t pid = 0;
     std::string exe;
     std::vector<std::string> argv;
@@ -49,6 +50,7 @@ public:
                 AnalysisResult r = analyze_trace(path);
                 f.analysed = true;
                 f.helper = finding_count(r) == 0 && r.totals.peak_bytes <= kMaxHelperPeakBytes;
+                f.subshell = finding_count(r) == 0 && r.totals.peak_bytes <= kMaxSubshellPeakBytes;
                 f.pid = r.pid;
                 f.exe = r.exe;
                 f.argv = r.argv;
@@ -118,7 +120,9 @@ FoldedTraces fold_traces(const std::string& main, const std::vector<std::string>
             pending.pop_back();
             if (in_chain.contains(id) || removed.contains(id) || !by_identity.contains(id)) continue;
             const TraceFacts& f = family.facts(id);
-            if (!f.helper) continue;
+            // A fork that went on to exec is a helper like the launcher; one that did not is a
+            // subshell if it allocated next to nothing, else a worker, whose trace stays.
+            if (!(f.exec_successor.empty() && !named_as_exec_image(by_identity[id]) ? f.subshell : f.helper)) continue;
             removed.insert(id);
             for (const std::string& child : f.forked) pending.push_back(child);
             if (!f.exec_successor.empty()) pending.push_back(f.exec_successor);

@@ -7,9 +7,10 @@
 //    name: the file -o named holds the program. Its Process record names the launchers
 //    (analyzer/program_chain.h). Otherwise they stay, and analyze follows the chain.
 //  - The other traces of the run that are helpers are removed too when they are a launcher's
-//    (its forked subshells and what they ran) or ran another program (a fork that exec'd, an
-//    exec'd image, a spawned one: `uname`, `sh -c`...). A forked worker that did not exec keeps
-//    its trace, as does every trace that is not a helper.
+//    (what its forks ran, and its subshells: forks that did not exec and whose heap stayed
+//    below kMaxSubshellPeakBytes) or ran another program (a fork that exec'd, an exec'd image,
+//    a spawned one: `uname`, `sh -c`...). A forked worker keeps its trace, as does every trace
+//    that is not a helper.
 //  - A helper: a trace of at most kMaxHelperTraceBytes whose analysis has no finding and whose
 //    traced heap never exceeded kMaxHelperPeakBytes: it allocated little (bash running pyenv
 //    peaks near 200 KB, a CPython interpreter starting near 7 MB).
@@ -23,6 +24,7 @@ namespace growtrace::cli {
 
 inline constexpr uint64_t kMaxHelperTraceBytes = 1 << 20;
 inline constexpr double kMaxHelperPeakBytes = 1 << 20;
+inline constexpr double kMaxSubshellPeakBytes = 64 * 1024;  // bash's: below 7 KB
 
 struct FoldedTraces {
     std::string program_trace;          // the trace to report on: the main one, or the program's renamed to it

@@ -34,10 +34,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${growtrace_docs}
 set(CPACK_PACKAGE_NAME growtrace)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "finds memory held in caches that never stop growing")
-set(CPACK_PACKAGE_DESCRIPTION
-    "growtrace records a program's allocations through an LD_PRELOAD library (growtrace run) or by\n"
-    "attaching to a running process, and reports the allocation stacks, CPython caches and containers\n"
-    "whose memory keeps growing.")
+set(CPACK_PACKAGE_DESCRIPTION "growtrace records a program's allocations through an LD_PRELOAD library \
+(growtrace run) or by attaching to a running process, and reports the allocation stacks, CPython caches \
+and containers whose memory keeps growing.")
 set(CPACK_PACKAGE_CONTACT "growtrace maintainers <maintainers@users.noreply.a-seed-8d123aa7.example>")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

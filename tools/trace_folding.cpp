@@ -101,8 +101,14 @@ FoldedTraces fold_traces(const std::string& main, const std::vector<std::string>
         const TraceFacts& f = family.facts(chain[i]);
         out.launchers.push_back(describe_launcher(ProgramImage{f.exe, f.argv}));
     }
-    if (chain.size() > 1) out.program = family.facts(chain.back()).exe;
-    if (out.program.empty() && chain.size() > 1) out.program = fs::path(by_identity[chain.back()]).filename().string();
+    if (chain.size() > 1) {
+        // Its Process record: the program's trace may be too large to have been analysed here.
+        try {
+            out.program = read_program_chain(by_identity[chain.back()]).program.exe;
+        } catch (const TraceError&) {
+        }
+        if (out.program.empty()) out.program = fs::path(by_identity[chain.back()]).filename().string();
+    }
 
     bool launchers_are_helpers = chain.size() > 1;
     for (size_t i = 0; i + 1 < chain.size(); ++i) launchers_are_helpers &= family.facts(chain[i]).helper;

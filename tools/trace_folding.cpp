@@ -136,8 +136,11 @@ FoldedTraces fold_traces(const std::string& main, const std::vector<std::string>
     }
     if (fold) {
         // Elsewhere: helpers that ran another program. A forked worker keeps its trace.
+        // Only those are read: a run with many forked workers is not analysed twice over.
         for (const auto& [id, path] : by_identity) {
             if (in_chain.contains(id) || removed.contains(id)) continue;
+            if (!named_as_exec_image(path) && !by_identity.contains(identity(trace_names::next_exec_image(path))))
+                continue;
             const TraceFacts& f = family.facts(path);
             if (f.helper && (named_as_exec_image(path) || !f.exec_successor.empty())) removed.insert(id);
         }

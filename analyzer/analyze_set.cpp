@@ -1,12 +1,14 @@
 // analyze_command for several traces: the set analysed, findings merged across processes.
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "analyzer/analyzer.h"
 #include "analyzer/merged_analysis.h"
+#include "analyzer/program_chain.h"
 #include "analyzer/report_html.h"
 #include "analyzer/report_merged.h"
 #include "analyzer/report_svg.h"
@@ -26,6 +28,31 @@ std::string json_text(const nlohmann::json& doc) {
     return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+std::string identity(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
+    return ec ? path : canonical.string();
+}
+
+// The program the first named trace leads to through its exec chain, among the set's traces.
+ProgramChain set_program(const AnalysedTraceSet& set) {
+    const AnalysedTrace* at = &set.traces.front();
+    std::vector<ProgramImage> followed;
+    for (size_t steps = 0; steps < set.traces.size(); ++steps) {
+        std::string next = exec_successor(at->result, at->path);
+        if (next.empty()) break;
+        const AnalysedTrace* found = nullptr;
+        for (const AnalysedTrace& t : set.traces)
+            if (identity(t.path) == identity(next)) found = &t;
+        if (!found) break;
+        followed.push_back(ProgramImage{at->result.exe, at->result.argv});
+        at = found;
+    }
+    ProgramChain chain = read_program_chain(at->path);
+    if (chain.launchers.empty()) chain.launchers = std::move(followed);
+    return chain;
+}
+
 }  // namespace
 
 int analyze_set_command(const AnalyzeOptions& options, std::ostream& out, std::ostream& err) {
@@ -35,24 +62,30 @@ int analyze_set_command(const AnalyzeOptions& options, std::ostream& out, std::o
     set_options.with_children = options.with_children;
     set_options.only_first_required = options.only_first_required;
     AnalysedTraceSet set;
+    ProgramChain chain;
     try {
         set = analyze_trace_set(paths, set_options);
+        chain = set_program(set);
     } catch (const TraceError& e) {
         return fail(err, e.what());
     } catch (const std::bad_alloc&) {
         return fail(err, "out of memory while analysing the traces");
     }
     for (const std::string& w : set.warnings) err << "growtrace: warning: " << w << '\n';
-    if (set.traces.size() == 1) return write_reports(set.traces.front().result, options, out, err);
+    if (set.traces.size() == 1) return write_reports(set.traces.front().result, options, out, err, &chain);
 
     const MergedAnalysis merged = merge_findings(set.traces);
     nlohmann::json doc;
     const bool need_json = options.json || !options.json_output_path.empty() || !options.html_output_path.empty();
-    if (need_json) doc = merged_report_json(set, merged);
+    if (need_json) {
+        doc = merged_report_json(set, merged);
+        add_program_json(chain, doc);
+    }
     if (!options.write_report) {
     } else if (options.json) {
         out << json_text(doc);
     } else {
+        if (!program_line(chain).empty()) out << program_line(chain) << '\n';
         write_merged_text_report(set, merged, out);
     }
     if (!options.json_output_path.empty()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/analysis.h"
+#include "analyzer/program_chain.h"
 #include "contracts/status_codes.h"
 
 namespace growtrace {
@@ -29,6 +30,10 @@ struct AnalyzeOptions {
     std::vector<std::string> more_traces;
     bool with_children = false;
     bool only_first_required = false;  // TraceSetOptions::only_first_required
+    // A trace whose process exec'd (a launcher: a shim, env, a shell) leads to the trace of the
+    // program at the end of its exec chain, which is reported on (program_chain.h). False: the
+    // named trace's own image.
+    bool follow_exec = true;
 };
 
 // Analyses the trace and writes the report to out. Returns kExitOk, kExitGrowthFound (only
@@ -36,7 +41,14 @@ struct AnalyzeOptions {
 int analyze_command(const AnalyzeOptions& options, std::ostream& out, std::ostream& err);
 
 // The reports of an analysed trace, as analyze_command writes them (same options and status).
-int write_reports(const AnalysisResult& result, const AnalyzeOptions& options, std::ostream& out, std::ostream& err);
+// With `chain`, the reports also say which program it is and which launchers it went through
+// (the JSON report's "program" and "launchers", a line before the text report).
+int write_reports(const AnalysisResult& result, const AnalyzeOptions& options, std::ostream& out, std::ostream& err,
+                  const ProgramChain* chain = nullptr);
+
+// The program at the end of the exec chain `named` starts (program_chain.h): `result`, the
+// analysis of `named`, is replaced by that program's. Throws TraceError.
+ProgramChain follow_exec_chain(const std::string& named, AnalysisResult& result);
 
 // analyze_command for a set (more_traces or with_children): analyze_set.cpp.
 int analyze_set_command(const AnalyzeOptions& options, std::ostream& out, std::ostream& err);

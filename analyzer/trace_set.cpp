@@ -57,6 +57,15 @@ AnalysedTraceSet analyze_trace_set(const std::vector<std::string>& paths, const 
             if (options.with_children) {
                 std::vector<std::string> children;
                 for (const ChildTrace& child : t.result.children) {
+                    if (child.path.empty()) {
+                        // A tracer before exec'd images were named in the Exec record.
+                        if (child.kind == "exec")
+                            set.warnings.push_back(fmt::format(
+                                "{} records an exec but not the name of the exec'd program's trace (an older "
+                                "growtrace wrote it): analyse that <stem>.exec<N>.gtrace by name",
+                                path));
+                        continue;
+                    }
                     std::string found = locate_child(child.path, path);
                     if (found.empty()) {
                         set.warnings.push_back(fmt::format("the trace of {} is missing: {}",

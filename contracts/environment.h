@@ -20,6 +20,10 @@ inline constexpr char kSample[] = "GROWTRACE_SAMPLE";
 inline constexpr char kTickMs[] = "GROWTRACE_TICK_MS";
 inline constexpr char kVerifyStacks[] = "GROWTRACE_VERIFY_STACKS";
 inline constexpr char kParentTrace[] = "GROWTRACE_PARENT_TRACE";
+// The images an exec'd image was launched through (preload/session.cpp, before_exec).
+inline constexpr char kLaunchers[] = "GROWTRACE_LAUNCHERS";
+inline constexpr char kLauncherArgumentSeparator = '\x1f';  // between one launcher's arguments
+inline constexpr char kLauncherSeparator[] = "\x1e";        // between launchers
 // The CPython agent's start-up (pyagent/startup/sitecustomize.py).
 inline constexpr char kPythonPathOrig[] = "GROWTRACE_PYTHONPATH_ORIG";
 inline constexpr char kPyagentExt[] = "GROWTRACE_PYAGENT_EXT";
@@ -62,6 +66,10 @@ inline constexpr Variable kVariables[] = {
      "tests", "preload", false},
     {kParentTrace, "the parent's trace, written into the Process record", "nothing in growtrace (the user)",
      "preload (recorder.cpp)", false},
+    {kLaunchers,
+     "the images before this one in its exec chain (a shim, env, a shell...), each its command line: arguments "
+     "separated by 0x1F, images by 0x1E; written into the Process record",
+     "preload (before an exec)", "preload (session.cpp, removes it at start)", true},
     {kPythonPathOrig, "the program's PYTHONPATH before the agent's startup directory was put first",
      "growtrace run; preload across exec (exec_environment.cpp)",
      "sitecustomize.py (restores and removes it), exec_environment.cpp", true},

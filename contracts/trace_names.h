@@ -5,7 +5,9 @@
 //   growtrace.<pid>.gtrace             a process traced without a path
 //   <stem>.<pid>.gtrace                a child forked by the process that writes <stem>.gtrace
 //   <stem>.<pid>.<n>.gtrace            the same when that name was taken (n = 2, 3, ...)
-//   <stem>.exec<n>.gtrace              an image the process exec'd (n = 1, 2, ... the first free)
+//   <stem>.exec<n>.gtrace              an image the process exec'd (n = 1, 2, ... the first free);
+//                                      the image <stem>.exec<n> execs is <stem>.exec<n+1> (one
+//                                      exec chain, one numbering), a forked child's <stem>.<pid>.exec1
 //   growtrace.<pid>.attach[<n>].gtrace `growtrace attach PID` without a path (n = 2, 3, ...)
 //
 // The functions that write a name write it into a caller's buffer with snprintf (the preload
@@ -46,6 +48,33 @@ inline bool exec_image(std::string_view primary, int n, char* out, size_t size) 
     return detail::written(snprintf(out, size, "%.*s.exec%d%s", detail::length(s), s.data(), n, kExtension), size);
 }
 
+// Where `own` (the trace of the process about to exec) sits in its exec chain: the chain's stem
+// and the image's number in it (0 for the first image, n for <chain>.exec<n>.gtrace).
+struct ChainPosition {
+    std::string_view chain;
+    int index = 0;
+};
+constexpr ChainPosition chain_position(std::string_view own) {
+    std::string_view s = stem(own);
+    size_t dot = s.rfind('.');
+    if (dot == std::string_view::npos) return {s, 0};
+    std::string_view last = s.substr(dot + 1);
+    if (!last.starts_with("exec") || last.size() == 4 || last.size() > 13) return {s, 0};
+    int index = 0;
+    for (char c : last.substr(4)) {
+        if (c < '0' || c > '9') return {s, 0};
+        index = index * 10 + (c - '0');
+    }
+    return index > 0 ? ChainPosition{s.substr(0, dot), index} : ChainPosition{s, 0};
+}
+
+// The trace of the image `own`'s process execs, `step` places on (1 = the next; a caller whose
+// name is taken tries 2, 3...): <chain>.exec<index + step>.gtrace.
+inline bool next_exec_image(std::string_view own, int step, char* out, size_t size) {
+    ChainPosition at = chain_position(own);
+    return exec_image(at.chain, at.index + step, out, size);
+}
+
 // growtrace.<pid>.gtrace, relative: in the directory the process starts in.
 inline bool unnamed(int pid, char* out, size_t size) {
     return detail::written(snprintf(out, size, "growtrace.%d%s", pid, kExtension), size);
@@ -82,6 +111,9 @@ std::string to_string(Write write) {
 }  // namespace detail
 inline std::string forked_child(std::string_view primary, int pid, int attempt = 1) {
     return detail::to_string([&](char* out, size_t size) { return forked_child(primary, pid, attempt, out, size); });
+}
+inline std::string next_exec_image(std::string_view own, int step = 1) {
+    return detail::to_string([&](char* out, size_t size) { return next_exec_image(own, step, out, size); });
 }
 inline std::string unnamed(int pid) {
     return detail::to_string([&](char* out, size_t size) { return unnamed(pid, out, size); });

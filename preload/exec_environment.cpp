@@ -28,7 +28,8 @@ bool set_by_run(const char* entry) {
                                          environment::kPythonObjects,
                                          environment::kSample,
                                          environment::kPyagentExt,
-                                         environment::kPythonPathOrig};
+                                         environment::kPythonPathOrig,
+                                         environment::kLaunchers};
     for (const char* name : kNames)
         if (named(entry, name)) return true;
     return false;
@@ -46,7 +47,9 @@ char* const* ExecEnvironment::with_tracer(char* const* envp, const TracedImageSe
     snprintf(sample_, sizeof sample_, "%s=%llu", environment::kSample,
              static_cast<unsigned long long>(settings.sample_bytes));
     int c = snprintf(extension_, sizeof extension_, "%s=%s", environment::kPyagentExt, settings.agent_extension);
-    if (a <= 0 || a >= kMaxValue || b <= 0 || b >= kMaxPath || c <= 0 || c >= kMaxPath) return envp;
+    int d = snprintf(launchers_, sizeof launchers_, "%s=%s", environment::kLaunchers, settings.launchers);
+    if (a <= 0 || a >= kMaxValue || b <= 0 || b >= kMaxPath || c <= 0 || c >= kMaxPath || d <= 0 || d >= kMaxValue)
+        return envp;
     int count = 0;
     for (char* const* e = envp; *e; ++e) {
         if (set_by_run(*e)) continue;
@@ -57,9 +60,27 @@ char* const* ExecEnvironment::with_tracer(char* const* envp, const TracedImageSe
     entries_[count++] = output_;
     entries_[count++] = sample_;
     if (*settings.agent_extension) entries_[count++] = extension_;
+    if (*settings.launchers) entries_[count++] = launchers_;
     entries_[count] = nullptr;
     // with_agent() filters entries_ in place (it writes no further than it has read) and adds
     // its two entries: they fit in kAdded.
+    return with_agent(entries_);
+}
+
+char* const* ExecEnvironment::with_image(char* const* envp, const char* output, const char* launchers) {
+    if (!envp || !*output) return with_agent(envp);
+    int a = snprintf(output_, sizeof output_, "%s=%s", environment::kOutput, output);
+    int b = snprintf(launchers_, sizeof launchers_, "%s=%s", environment::kLaunchers, launchers);
+    if (a <= 0 || a >= kMaxPath || b <= 0 || b >= kMaxValue) return with_agent(envp);
+    int count = 0;
+    for (char* const* e = envp; *e; ++e) {
+        if (named(*e, environment::kOutput) || named(*e, environment::kLaunchers)) continue;
+        if (count == kMaxEntries) return with_agent(envp);
+        entries_[count++] = *e;
+    }
+    entries_[count++] = output_;
+    if (*launchers) entries_[count++] = launchers_;
+    entries_[count] = nullptr;
     return with_agent(entries_);
 }
 

@@ -17,6 +17,7 @@ struct TracedImageSettings {
     const char* output;           // GROWTRACE_OUTPUT: the exec'd image writes <stem>.exec<N>.gtrace
     uint64_t sample_bytes;        // GROWTRACE_SAMPLE
     const char* agent_extension;  // GROWTRACE_PYAGENT_EXT, "" for none
+    const char* launchers = "";   // GROWTRACE_LAUNCHERS, "" for none
 };
 
 class ExecEnvironment {
@@ -28,6 +29,10 @@ public:
     // names the library first, then what it named before), then with_agent(). envp when
     // anything does not fit.
     char* const* with_tracer(char* const* envp, const TracedImageSettings& settings);
+    // envp with GROWTRACE_OUTPUT set to `output` (the exec'd image's trace) and
+    // GROWTRACE_LAUNCHERS to `launchers` (none if ""), then with_agent(). with_agent(envp)
+    // when `output` is "" or anything does not fit.
+    char* const* with_image(char* const* envp, const char* output, const char* launchers);
 
 private:
     static constexpr int kMaxEntries = 4096;  // a larger environment is passed on unchanged
@@ -41,6 +46,7 @@ private:
     char output_[kMaxPath];
     char sample_[48];
     char extension_[kMaxPath];
+    char launchers_[kMaxValue];
 };
 
 }  // namespace growtrace::preload

@@ -96,9 +96,18 @@ void old_block_lives_on(FreeBeforeResize& old, void* ptr) {
 char* const* traced_image_environment(ExecEnvironment& env, char* const* envp) {
     if (!g_session.before_exec()) return envp;
     const char* library = attached_library();
-    if (!library) return env.with_agent(envp);
     const Config& config = g_session.config();
-    return env.with_tracer(envp, {library, config.output, config.sample_bytes, python::attached_agent_extension()});
+    const char* output = g_session.next_image();
+    const char* launchers = g_session.next_launchers();
+    char spawned[sizeof config.output];
+    if (getpid() != g_session.pid()) {
+        // A vfork child: its image is a child's, with no launchers.
+        output = g_session.spawned_image(spawned, sizeof spawned) ? spawned : "";
+        launchers = "";
+    }
+    if (!library) return env.with_image(envp, output, launchers);
+    return env.with_tracer(envp, {library, *output ? output : config.output, config.sample_bytes,
+                                  python::attached_agent_extension(), launchers});
 }
 
 // The bodies of the exec hooks the list forms pass on to. Called directly: a call to the

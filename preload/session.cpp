@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "contracts/environment.h"
 #include "contracts/trace_names.h"
@@ -97,6 +98,21 @@ void child_after_fork() {
     g_session.begin(SessionOrigin::Forked);
 }
 
+// The process's command line, arguments separated by `separator`. Returns its length.
+size_t read_cmdline(char* out, size_t size, char separator) {
+    size_t n = 0;
+    int fd = open_for_tracer("/proc/self/cmdline", O_RDONLY);
+    if (fd >= 0) {
+        ssize_t r = read(fd, out, size);
+        n = r > 0 ? static_cast<size_t>(r) : 0;
+        close(fd);
+    }
+    if (n && out[n - 1] == '\0') --n;
+    for (size_t i = 0; i < n; ++i)
+        if (out[i] == '\0') out[i] = separator;
+    return n;
+}
+
 void configure_sampling(uint64_t sample_bytes) {
     if (!sampler_configure(sample_bytes))
         log_line("no memory for the table of sampled blocks; tracing every allocation instead");
@@ -160,6 +176,15 @@ bool TraceSession::begin(SessionOrigin origin, const char* output, uint64_t samp
         const char* parent = getenv(environment::kParentTrace);
         if (parent) snprintf(parent_trace, sizeof parent_trace, "%s", parent);
     }
+    // The images this one was launched through: only an image started by exec has any, and
+    // what it spawns past the exec hooks (posix_spawn) must not inherit them.
+    launchers_[0] = '\0';
+    if (origin == SessionOrigin::Preloaded) {
+        if (const char* launchers = getenv(environment::kLaunchers)) {
+            snprintf(launchers_, sizeof launchers_, "%s", launchers);
+            unsetenv(environment::kLaunchers);
+        }
+    }
     bool wanted = prepare(origin, output, sample_bytes);
     bool fresh = !capture_ready_;
     if (wanted && !init_capture()) wanted = false;
@@ -195,18 +220,11 @@ void TraceSession::fail(const char* why) {
 void TraceSession::emit_process_record(const char* parent_trace) {
     const char* exe = module_map_program_path();
     char cmdline[3072];
-    size_t cmdline_size = 0;
-    int fd = open_for_tracer("/proc/self/cmdline", O_RDONLY);
-    if (fd >= 0) {
-        ssize_t r = read(fd, cmdline, sizeof cmdline);
-        cmdline_size = r > 0 ? static_cast<size_t>(r) : 0;
-        close(fd);
-    }
-    if (cmdline_size && cmdline[cmdline_size - 1] == '\0') --cmdline_size;
+    size_t cmdline_size = read_cmdline(cmdline, sizeof cmdline, '\0');
     format::RecordEncoder rec(RecordKind::Process);
     rec.varint(static_cast<uint64_t>(getpid())).varint(static_cast<uint64_t>(getppid()));
     rec.varint(now_ticks()).varint(monotonic_ns()).varint(realtime_ns());
-    rec.string(exe).string(cmdline, cmdline_size).string(parent_trace);
+    rec.string(exe).string(cmdline, cmdline_size).string(parent_trace).string(launchers_);
     writer_emit(rec);
     format::RecordEncoder sampling(RecordKind::Sampling);
     writer_emit(sampling.varint(sample_period()));
@@ -244,12 +262,43 @@ bool TraceSession::before_exec() {
     if (!tracer_active()) return false;
     if (getpid() != pid_) return config_.follow_exec;
     RecursionGuard guard;
+    name_next_image();
     format::RecordEncoder rec(RecordKind::Exec);
-    writer_emit(rec.string(""));  // the new image picks its own name (<stem>.exec<N>.gtrace)
+    writer_emit(rec.string(next_image_));
     // The image is about to be replaced: everything recorded so far must be on disk. If exec
     // fails, tracing simply goes on.
     writer_flush_before_exec();
     return config_.follow_exec;
+}
+
+// The next image's trace, the next in this one's exec chain that is free (trace_names.h), and
+// the launchers it will name: this image's, then this image's command line (when it fits).
+void TraceSession::name_next_image() {
+    next_image_[0] = '\0';
+    next_launchers_[0] = '\0';
+    if (!config_.follow_exec) return;
+    for (int step = 1; step < 1000; ++step) {
+        if (!trace_names::next_exec_image(file_.path(), step, next_image_, sizeof next_image_)) {
+            next_image_[0] = '\0';
+            break;
+        }
+        if (access(next_image_, F_OK) != 0) break;
+    }
+    char cmdline[1024];
+    size_t n = read_cmdline(cmdline, sizeof cmdline - 1, environment::kLauncherArgumentSeparator);
+    size_t have = strlen(launchers_);
+    if (have + 1 + n + 1 > sizeof next_launchers_) n = 0;  // too many: the chain is cut short
+    size_t separator = have && n ? 1 : 0;
+    memcpy(next_launchers_, launchers_, have);
+    if (separator) next_launchers_[have] = environment::kLauncherSeparator[0];
+    memcpy(next_launchers_ + have + separator, cmdline, n);
+    next_launchers_[have + separator + n] = '\0';
+}
+
+bool TraceSession::spawned_image(char* out, size_t size) const {
+    char child[sizeof config_.output];
+    return trace_names::forked_child(file_.path(), static_cast<int>(getpid()), 1, child, sizeof child) &&
+           trace_names::next_exec_image(child, 1, out, size);
 }
 
 void TraceSession::before_dlclose() {

@@ -55,8 +55,16 @@ public:
     void program_exiting();
     // _exit() or _Exit(): the process ends with no destructor run; the trace ends here.
     void ending_at_once();
-    // The trace so far is flushed. Returns whether the new image will be traced.
+    // The trace so far is flushed. Returns whether the new image will be traced; if it is
+    // (and this is the traced process, not a vfork child), next_image() names its trace and
+    // next_launchers() the images before it, this one last (environment::kLaunchers).
     bool before_exec();
+    const char* next_image() const { return next_image_; }
+    // In a vfork child about to exec (pid() != getpid()), which must write nothing of the
+    // parent's: the name its image's trace takes, <stem>.<child pid>.exec1.gtrace (the image of
+    // a child, not the next of this process's chain). False if none fits.
+    bool spawned_image(char* out, size_t size) const;
+    const char* next_launchers() const { return next_launchers_; }
     void before_dlclose();
 
     StackTree tree;  // the hot path interns stacks into it directly
@@ -66,9 +74,14 @@ private:
     void reset_parts(SessionOrigin origin);
     bool init_capture();
     void emit_process_record(const char* parent_trace);
+    void name_next_image();
 
+    static constexpr size_t kMaxLaunchers = 4096;  // environment::kLaunchers, without its name
     Config config_;
     TraceFile file_;
+    char launchers_[kMaxLaunchers] = "";       // this image's, from its environment
+    char next_image_[sizeof Config::output] = "";
+    char next_launchers_[kMaxLaunchers] = "";
     int pid_ = 0;
     bool capture_ready_ = false;  // once per process: libunwind, the tree, the thread key, atfork
 };

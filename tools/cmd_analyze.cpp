@@ -20,6 +20,7 @@ namespace {
 struct AnalyzeArgs {
     std::vector<std::string> traces;
     bool with_children = false;
+    bool no_follow_exec = false;
     std::string output;
     bool json = false;
     bool fail_on_growth = false;
@@ -32,6 +33,7 @@ int analyze(const AnalyzeArgs& args) {
     options.trace_path = args.traces.front();
     options.more_traces.assign(args.traces.begin() + 1, args.traces.end());
     options.with_children = args.with_children;
+    options.follow_exec = !args.no_follow_exec;
     options.json = args.json;
     options.fail_on_growth = args.fail_on_growth;
     options.html_output_path = args.html;
@@ -74,6 +76,9 @@ Verb add_analyze_verb(CLI::App& parent) {
         "report unbounded growth.");
     add_trace_set_arguments(sub, args->traces, args->with_children,
                             "several are analysed together, their findings merged across processes");
+    sub->add_flag("--no-follow-exec", args->no_follow_exec,
+                  "Report on the named trace's own image even if it exec'd another program (by default a "
+                  "launcher's trace, a shim's or a shell's, leads to the program at the end of its exec chain)");
     sub->add_flag("--json", args->json, "Write the report as JSON");
     sub->add_option("-o,--output", args->output, "Write the report to this file instead of stdout");
     sub->add_flag("--fail-on-growth", args->fail_on_growth, "Exit with status 3 if unbounded growth was found");

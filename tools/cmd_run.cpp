@@ -26,6 +26,7 @@
 #include "elf_check.h"
 #include "launcher.h"
 #include "run_command.h"
+#include "trace_folding.h"
 
 extern char** environ;
 
@@ -195,6 +196,10 @@ void add_run_options(CLI::App* sub, RunOptions& options) {
                   "CPython: do not hook the object allocator (PEP 445). About twice as fast on object-heavy "
                   "programs, but objects of 512 bytes or less are then seen only as the 256 KiB arenas "
                   "pymalloc takes from malloc, so their Python frames are lost");
+    sub->add_flag("--keep-helper-traces", options.keep_helper_traces,
+                  "Keep every trace: by default an exec chain (a pyenv shim, env, a shell, then the program) "
+                  "leaves the program's trace under the -o name, and short-lived helpers that allocated "
+                  "little (launchers, subshells, uname...) leave none, only a count");
     add_sampling_options(sub, options.sampling, "Default: every allocation (--full).");
 }
 
@@ -264,6 +269,21 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
                    stat((family.directory / fallback).c_str(), &st) == 0 && st.st_size > 0) {
             written = (family.directory / fallback).string();
         }
+        std::vector<std::string> others;
+        for (const auto& [name, stamp] : family.members()) {
+            if ((family.directory / name).string() == written) continue;
+            auto old = members_before.find(name);
+            if (old != members_before.end() && old->second == stamp) continue;
+            others.push_back((family.directory / name).string());
+        }
+        std::string summary;
+        if (!written.empty()) {
+            // An exec chain is one program; helpers leave no trace (trace_folding.h).
+            FoldedTraces folded = fold_traces(written, others, !options.keep_helper_traces);
+            written = folded.program_trace;
+            others = folded.kept;
+            summary = folding_summary(folded);
+        }
         if (!written.empty()) {
             if (outcome) outcome->trace = written;
             note(fmt::format("trace written to {}", written));
@@ -271,14 +291,12 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
             if (stat(output.c_str(), &st) == 0 && st.st_size == 0) unlink(output.c_str());
             note(fmt::format("no trace was written to {}: {}", output, why_no_trace(*resolved, exit_status)));
         }
-        for (const auto& [name, stamp] : family.members()) {
-            if ((family.directory / name).string() == written) continue;
-            auto old = members_before.find(name);
-            if (old != members_before.end() && old->second == stamp) continue;
+        if (!summary.empty()) note(summary);
+        for (const std::string& path : others) {
+            std::string name = fs::path(path).filename().string();
             bool exec_image = trace_names::relation(name, family.main_name) == trace_names::Relation::ExecImage;
-            if (outcome) outcome->other_traces.push_back((family.directory / name).string());
-            note(fmt::format("trace of {} written to {}", exec_image ? "an exec'd program" : "a child process",
-                             (family.directory / name).string()));
+            if (outcome) outcome->other_traces.push_back(path);
+            note(fmt::format("trace of {} written to {}", exec_image ? "an exec'd program" : "a child process", path));
         }
     }
 

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "crash_report.h"
+#include "version.h"
 
 namespace growtrace::cli {
 
@@ -42,7 +43,9 @@ int main(int argc, char** argv) {
     }
 
     CLI::App app{"growtrace finds memory held in caches that never stop growing.", "growtrace"};
-    app.set_version_flag("--version", std::string("growtrace ") + GROWTRACE_VERSION);
+    app.set_version_flag("--version", version_text,
+                         "Say the version, the trace formats it writes and reads, and the CPython versions "
+                         "it has agents for, and exit");
     app.require_subcommand(1);
 
     std::vector<Verb> verbs;

@@ -16,6 +16,7 @@ struct RunOptions {
     bool no_follow_exec = false;
     bool no_follow_fork = false;
     bool no_python_objects = false;
+    bool keep_helper_traces = false;  // no folding (trace_folding.h)
     SamplingOption sampling;  // default: full tracing
 };
 

@@ -7,7 +7,10 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "e2e_support.h"
+#include "format/trace_format.h"
 
 namespace growtrace::e2e {
 namespace {
@@ -18,6 +21,18 @@ TEST(Cli, VersionAndHelp) {
     ProcessResult version = growtrace({"--version"});
     EXPECT_EQ(version.exit_code, 0);
     EXPECT_TRUE(version.out.starts_with("growtrace ")) << version.out;
+
+    // The trace formats it writes and reads, and the CPython versions it has agents for.
+    std::string formats = fmt::format("trace format: writes version {} (full traces) and {} (sampled), reads versions 1 to {}\n",
+                                      format::kFullVersion, format::kSampledVersion, format::kVersion);
+    EXPECT_TRUE(contains(version.out, formats)) << version.out;
+    std::string agent_line = version.out.substr(std::min(version.out.size(), version.out.find("CPython agents: ")));
+    EXPECT_TRUE(agent_line.starts_with("CPython agents: ")) << version.out;
+    EXPECT_TRUE(contains(agent_line, "3.11")) << version.out;  // the one tools/setup.sh requires
+    ScratchDir empty;
+    ProcessResult no_agent = growtrace({"--version"}, {.env = {{"GROWTRACE_PYAGENT_DIR", empty.path().string()}}});
+    EXPECT_EQ(no_agent.exit_code, 0);
+    EXPECT_TRUE(contains(no_agent.out, "CPython agents: none found")) << no_agent.out;
 
     ProcessResult help = growtrace({"run", "--help"});
     EXPECT_EQ(help.exit_code, 0);

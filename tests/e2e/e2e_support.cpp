@@ -219,8 +219,16 @@ ProcessResult trace_program(const ScratchDir& dir, const std::string& trace,
 }
 
 nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace) {
+    return analyze_json(dir, trace, {"--no-follow-exec"});
+}
+
+nlohmann::json analyze_program_json(const ScratchDir& dir, const std::string& trace) { return analyze_json(dir, trace, {}); }
+
+nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace, const std::vector<std::string>& options) {
     std::string report = trace + ".json";
-    ProcessResult r = growtrace({"analyze", trace, "--json", "-o", report}, {.cwd = dir.path().string()});
+    std::vector<std::string> args{"analyze", trace, "--json", "-o", report};
+    args.insert(args.end(), options.begin(), options.end());
+    ProcessResult r = growtrace(args, {.cwd = dir.path().string()});
     EXPECT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
     std::string text = read_file(report);
     auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

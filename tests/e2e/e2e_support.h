@@ -131,7 +131,12 @@ std::string mode_name(TraceMode mode);
 inline void PrintTo(TraceMode mode, std::ostream* os) { *os << mode_name(mode); }
 inline constexpr double kSampleBytes = 512 * 1024;
 
-// `growtrace analyze TRACE --json -o OUT` then parses OUT. Asserts the analysis succeeded.
+// `growtrace analyze TRACE --json -o OUT --no-follow-exec` then parses OUT: the report of the
+// trace's own image. Asserts the analysis succeeded.
 nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace);
+// The same without --no-follow-exec: the report of the program at the end of the trace's exec
+// chain (exec_chain_test.cpp).
+nlohmann::json analyze_program_json(const ScratchDir& dir, const std::string& trace);
+nlohmann::json analyze_json(const ScratchDir& dir, const std::string& trace, const std::vector<std::string>& options);
 
 }  // namespace growtrace::e2e

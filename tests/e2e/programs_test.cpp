@@ -220,10 +220,18 @@ TEST_P(Programs, SlowLeakInThreadsIsFlaggedAtLeakALittle) {
     EXPECT_FALSE(report.is_flagged("churn_once")) << report.summary();
 }
 
+std::vector<std::string> with_kept_traces(std::vector<std::string> options) {
+    options.push_back("--keep-helper-traces");
+    return options;
+}
+
 TEST(FullPrograms, ForkAndExecWriteSeparateReadableTraces) {
     ScratchDir dir;
     std::string trace = dir / "fe.gtrace";
-    ProcessResult r = trace_program(dir, trace, {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_MEMO_TABLE, "100", "1000"});
+    // Every trace kept: by default the parent, a launcher that allocated little, would leave its
+    // name to the exec'd image's trace (exec_chain_test.cpp).
+    ProcessResult r = trace_program(dir, trace, {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_MEMO_TABLE, "100", "1000"}, 0,
+                                    {"--keep-helper-traces"});
     EXPECT_NE(r.out.find("memo_table: 100 entries"), std::string::npos) << r.out;
 
     // Three images, three traces (docs/architecture.md): fe.gtrace for the program until it
@@ -282,7 +290,7 @@ TEST(SampledPrograms, ForkedChildAndExecdImageAreSampledToo) {
     std::string trace = dir / "fe.gtrace";
     ProcessResult r = trace_program(dir, trace,
                                     {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_MEMO_TABLE, "200", "1000", "--block-size", "262144"},
-                                    0, mode_options(TraceMode::Sampled));
+                                    0, with_kept_traces(mode_options(TraceMode::Sampled)));
     std::vector<std::string> traces;
     for (const std::string& name : dir.files())
         if (name.ends_with(".gtrace")) traces.push_back(dir / name);

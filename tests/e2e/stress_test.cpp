@@ -34,8 +34,9 @@ ProcessResult untraced(const std::vector<std::string>& args, int timeout = 60) {
 
 // `growtrace run -o TRACE -- gt_stress ARGS...`
 ProcessResult traced(const ScratchDir& dir, const std::string& trace, const std::vector<std::string>& args,
-                     int timeout = 60) {
+                     int timeout = 60, bool keep_helper_traces = false) {
     std::vector<std::string> run{"run", "-o", trace, "--"};
+    if (keep_helper_traces) run.insert(run.begin() + 1, "--keep-helper-traces");
     auto argv = stress_args(args);
     run.insert(run.end(), argv.begin(), argv.end());
     return growtrace(run, {.cwd = dir.path().string(), .timeout_seconds = timeout});
@@ -188,7 +189,8 @@ TEST(Stress, ExecFromForkedChild) {
     ScratchDir dir;
     std::string trace = dir / "fe.gtrace";
     ProcessResult plain = untraced({"fork-exec", GT_STRESS}, 30);
-    ProcessResult r = traced(dir, trace, {"fork-exec", GT_STRESS}, 30);
+    // Every trace kept: the forked child and its exec'd image allocate little (exec_chain_test.cpp).
+    ProcessResult r = traced(dir, trace, {"fork-exec", GT_STRESS}, 30, true);
     expect_same_behaviour(plain, r, true);
     EXPECT_EQ(r.out, "exec-child: kept 100 blocks\nfork-exec: child ended with 0\n");
     // Parent, forked child (until its exec) and the exec'd image: the image's trace has the blocks.
@@ -413,7 +415,7 @@ TEST(Stress, ProgramSeesTheSameDescriptorsTraced) {
     // A child given some descriptors (subprocess's pass_fds) sees exactly those, though it is
     // traced too (an exec'd image has its own trace and descriptors).
     ProcessResult plain_pass = untraced({"pass-fds", GT_STRESS});
-    ProcessResult pass = traced(dir, dir / "pass.gtrace", {"pass-fds", GT_STRESS});
+    ProcessResult pass = traced(dir, dir / "pass.gtrace", {"pass-fds", GT_STRESS}, 60, true);  // every trace kept
     expect_same_behaviour(plain_pass, pass, true);
     for (const std::string& line : tracer_lines(pass.err))  // `growtrace run`'s notes only
         EXPECT_NE(line.find(" written to "), std::string::npos) << pass.err;

@@ -48,6 +48,20 @@ TEST(TraceNames, DerivedNames) {
     EXPECT_EQ(trace_names::attached(42, 3), "growtrace.42.attach3.gtrace");
 }
 
+// One exec chain, one numbering: the image <stem>.exec<n> execs is <stem>.exec<n+1>; a forked
+// child's chain starts at its own name.
+TEST(TraceNames, TheNextImageOfAnExecChain) {
+    EXPECT_EQ(trace_names::next_exec_image("/t/run.gtrace"), "/t/run.exec1.gtrace");
+    EXPECT_EQ(trace_names::next_exec_image("/t/run.exec1.gtrace"), "/t/run.exec2.gtrace");
+    EXPECT_EQ(trace_names::next_exec_image("/t/run.exec9.gtrace", 3), "/t/run.exec12.gtrace");
+    EXPECT_EQ(trace_names::next_exec_image("/t/run.exec2.77.gtrace"), "/t/run.exec2.77.exec1.gtrace");
+    EXPECT_EQ(trace_names::next_exec_image("/t/run.executor.gtrace"), "/t/run.executor.exec1.gtrace");
+    EXPECT_EQ(trace_names::next_exec_image("/t/run.exec0.gtrace"), "/t/run.exec0.exec1.gtrace");
+    EXPECT_EQ(trace_names::chain_position("/t/a.b.exec4.gtrace").chain, "/t/a.b");
+    EXPECT_EQ(trace_names::chain_position("/t/a.b.exec4.gtrace").index, 4);
+    EXPECT_EQ(trace_names::chain_position("exec3.gtrace").index, 0);
+}
+
 TEST(TraceNames, ANameThatDoesNotFitIsRefused) {
     char out[16];
     // Through a variable: the compiler would otherwise warn about the very truncation tested.

@@ -160,5 +160,35 @@ TEST_F(ExecEnvironmentTest, AttachedProcessOutputTooLongLeavesEnvironmentUnchang
     EXPECT_EQ(exec_env->with_tracer(env.envp(), settings), env.envp());
 }
 
+// with_image: under `growtrace run`, the image gets the trace name its exec'ing image chose and
+// the launchers before it, in place of inherited ones; the agent's entries as with_agent.
+TEST_F(ExecEnvironmentTest, ExecdImageGetsItsTraceNameAndLaunchers) {
+    Env env({"HOME=/home/u", "GROWTRACE_OUTPUT=/tmp/t.gtrace", "GROWTRACE_LAUNCHERS=old", "A=1"});
+    std::vector<std::string> expected = {"HOME=/home/u", "A=1", "GROWTRACE_OUTPUT=/tmp/t.exec1.gtrace",
+                                         "GROWTRACE_LAUNCHERS=sh\x1f-c\x1fexec x"};
+    EXPECT_EQ(to_vector(exec_env->with_image(env.envp(), "/tmp/t.exec1.gtrace", "sh\x1f-c\x1fexec x")), expected);
+}
+
+TEST_F(ExecEnvironmentTest, SpawnedImageGetsNoLaunchers) {
+    Env env({"GROWTRACE_OUTPUT=/tmp/t.gtrace", "GROWTRACE_LAUNCHERS=old", "A=1"});
+    std::vector<std::string> expected = {"A=1", "GROWTRACE_OUTPUT=/tmp/t.55.exec1.gtrace"};
+    EXPECT_EQ(to_vector(exec_env->with_image(env.envp(), "/tmp/t.55.exec1.gtrace", "")), expected);
+}
+
+TEST_F(ExecEnvironmentTest, WithoutAnImageNameOnlyTheAgentIsHandled) {
+    Env env({"GROWTRACE_OUTPUT=/tmp/t.gtrace", "A=1"});
+    EXPECT_EQ(exec_env->with_image(env.envp(), "", "x"), env.envp());
+}
+
+TEST_F(ExecEnvironmentTest, AttachedProcessImageGetsTheLaunchers) {
+    Env env({"A=1", "GROWTRACE_LAUNCHERS=stale"});
+    TracedImageSettings settings = kAttached;
+    settings.launchers = "prog";
+    std::vector<std::string> expected = {"A=1", "LD_PRELOAD=/opt/growtrace/lib/libgrowtrace.so",
+                                         "GROWTRACE_OUTPUT=/tmp/t.gtrace", "GROWTRACE_SAMPLE=524288",
+                                         "GROWTRACE_LAUNCHERS=prog"};
+    EXPECT_EQ(to_vector(exec_env->with_tracer(env.envp(), settings)), expected);
+}
+
 }  // namespace
 }  // namespace growtrace::preload

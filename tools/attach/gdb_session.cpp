@@ -169,6 +169,13 @@ std::string gdb_trouble(const GdbResult& r, int pid) {
                            r.killed ? ", but then had to be killed: the process may be left inside that call"
                                     : "; locks the call held may stay held, so the tracer in that process may not "
                                       "attach or detach again");
+    if (r.failed_call == "registers") {
+        std::string why = r.failure;
+        while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+        return fmt::format("gdb cannot write the registers of process {} ({}), which it must do to call anything "
+                           "there: nothing was called or loaded and the process runs on as it was",
+                           pid, why);
+    }
     if (!r.gave_up_in.empty())
         return fmt::format("process {} stayed inside {} for {} s, where the tracer's start-up cannot run (its only "
                            "thread, or all of them, waiting there); nothing was loaded and the process runs on as "

@@ -20,13 +20,24 @@ std::string make_absolute(const std::string& path) {
     return current_directory() + "/" + path;
 }
 
-std::string preload_library_path() {
-    if (const char* env = getenv(environment::kPreload); env != nullptr && *env != '\0') return make_absolute(env);
+namespace {
+
+// <dir of this executable>/../lib/NAME, or NAME if this executable cannot be found.
+std::string beside_the_command(const char* name) {
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return "libgrowtrace.so";
-    return (self.parent_path().parent_path() / "lib" / "libgrowtrace.so").string();
+    if (ec) return name;
+    return (self.parent_path().parent_path() / "lib" / name).string();
 }
+
+}  // namespace
+
+std::string preload_library_path() {
+    if (const char* env = getenv(environment::kPreload); env != nullptr && *env != '\0') return make_absolute(env);
+    return beside_the_command("libgrowtrace.so");
+}
+
+std::string gdb_xstate_shim_path() { return beside_the_command("libgrowtrace-gdb-xstate.so"); }
 
 std::string python_agent_dir(const std::string& library) {
     std::string dir;

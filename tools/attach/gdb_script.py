@@ -14,6 +14,10 @@
 # on). That wait is bounded (WAIT_SECONDS): past it, nothing is called and gdb detaches,
 # leaving the process as it was.
 #
+# Before the first call, gdb must show it can write the chosen thread's registers (it puts them
+# all back after each call): if it cannot, a call would run and leave the thread with the
+# call's registers, so nothing is called ("growtrace-failed registers ...").
+#
 # CALLS: (name, expressions, required) for each call: the expressions are tried in turn (the
 # next one only when gdb does not know a symbol of the previous); a 0 result of a required call
 # stops the calls after it; an expression cast to (char*) gives text, read from the process.
@@ -62,6 +66,21 @@ def _gt_select(deadline):
         finally:
             timer.cancel()
         gdb.execute("delete", to_string=True)
+def _gt_registers_writable():
+    # A vector register, changed and put back while the thread is stopped: it is written through
+    # the XSAVE state, which gdb before 14 cannot write where the CPU's is larger than it knows
+    # (AMX) without libgrowtrace-gdb-xstate.so (tools/attach/gdb_xstate_shim.c).
+    try:
+        value = int(gdb.parse_and_eval("$xmm0.v4_int32[0]"))
+    except gdb.error:
+        return True
+    try:
+        gdb.execute("set var $xmm0.v4_int32[0] = %d" % (value ^ 1), to_string=True)
+        gdb.execute("set var $xmm0.v4_int32[0] = %d" % value, to_string=True)
+    except gdb.error as e:
+        _gt_say("failed", "registers", e)
+        return False
+    return True
 def _gt_call(name, expressions, required):
     for expression in expressions:
         _gt_say("calling", name)
@@ -80,7 +99,7 @@ def _gt_call(name, expressions, required):
         return value != 0 or not required
     return False
 def _gt_main(wait_seconds, calls):
-    if _gt_select(time.monotonic() + wait_seconds):
+    if _gt_select(time.monotonic() + wait_seconds) and _gt_registers_writable():
         for name, expressions, required in calls:
             if not _gt_call(name, expressions, required):
                 break

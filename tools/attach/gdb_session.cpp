@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include "common.h"
 #include "contracts/environment.h"
 #include "launcher.h"
+#include "paths.h"
 
 namespace growtrace::cli {
 
@@ -46,6 +48,28 @@ std::string gdb_script(const std::vector<GdbCall>& calls) {
     return std::string(assets::kGdbScript) + fmt::format("_gt_main({}, {})\n", kWaitSeconds, list);
 }
 
+// gdb's environment: ours, with the xstate shim (tools/attach/gdb_xstate_shim.c) put first in
+// LD_PRELOAD, before whatever it named. Only gdb gets it: the program attached to is already
+// running, and gdb starts no other. ld.so splits LD_PRELOAD at spaces and colons, so a shim whose
+// path holds one is left out (gdb then runs as it is), as is a shim that is not there.
+std::vector<std::string> gdb_environment() {
+    std::string shim = gdb_xstate_shim_path();
+    bool usable = access(shim.c_str(), R_OK) == 0 && shim.find_first_of(" :") == std::string::npos;
+    std::vector<std::string> env;
+    bool preload_seen = false;
+    for (char** e = environ; *e != nullptr; ++e) {
+        std::string entry = *e;
+        if (usable && entry.starts_with("LD_PRELOAD=")) {
+            std::string others = entry.substr(std::strlen("LD_PRELOAD="));
+            entry = "LD_PRELOAD=" + shim + (others.empty() ? "" : ":" + others);
+            preload_seen = true;
+        }
+        env.push_back(std::move(entry));
+    }
+    if (usable && !preload_seen) env.push_back("LD_PRELOAD=" + shim);
+    return env;
+}
+
 }  // namespace
 
 std::string gdb_python_command(const std::vector<GdbCall>& calls) {
@@ -61,6 +85,13 @@ GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string&
                                      "-ex", "set unwindonsignal on", "-ex", "handle all nostop noprint pass",
                                      "-ex", gdb_python_command(calls), "-ex", "detach"};
     std::optional<std::string> gdb = find_in_path("gdb");
+    std::vector<std::string> env = gdb_environment();
+    std::vector<char*> envp;
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     int pipe_fds[2];
     if (!gdb || pipe2(pipe_fds, O_CLOEXEC) != 0) return result;
     pid_t child = fork();
@@ -71,10 +102,7 @@ GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string&
         dup2(null, 0);
         dup2(pipe_fds[1], 1);
         dup2(pipe_fds[1], 2);
-        std::vector<char*> argv;
-        for (std::string& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        execv(gdb->c_str(), argv.data());
+        execve(gdb->c_str(), argv.data(), envp.data());
         _exit(127);
     }
     result.started = true;
@@ -141,6 +169,13 @@ std::string gdb_trouble(const GdbResult& r, int pid) {
                            r.killed ? ", but then had to be killed: the process may be left inside that call"
                                     : "; locks the call held may stay held, so the tracer in that process may not "
                                       "attach or detach again");
+    if (r.failed_call == "registers") {
+        std::string why = r.failure;
+        while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+        return fmt::format("gdb cannot write the registers of process {} ({}), which it must do to call anything "
+                           "there: nothing was called or loaded and the process runs on as it was",
+                           pid, why);
+    }
     if (!r.gave_up_in.empty())
         return fmt::format("process {} stayed inside {} for {} s, where the tracer's start-up cannot run (its only "
                            "thread, or all of them, waiting there); nothing was loaded and the process runs on as "

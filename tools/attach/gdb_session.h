@@ -1,7 +1,9 @@
 // One run of gdb against a process: it attaches, runs tools/attach/gdb_script.py (pick a
 // thread outside the allocator, loader and stdio, then the calls in order) and detaches.
 // gdb runs in its own process group, passes every signal on to the program, unwinds a call
-// that is interrupted, and is interrupted itself past kGdbTimeoutSeconds.
+// that is interrupted, and is interrupted itself past kGdbTimeoutSeconds. libgrowtrace-gdb-
+// xstate.so (gdb_xstate_shim.c) is preloaded into it, so that a gdb before 14 can write
+// registers where the CPU's XSAVE state is larger than it knows (AMX).
 #pragma once
 
 #include <string>

@@ -241,10 +241,10 @@ void EventMerger::merge(TraceCompactor& out, bool final, Release release) {
             sift_down(0);
         }
     }
-    remove_finished(release);
+    remove_finished();
 }
 
-void EventMerger::remove_finished(Release release) {
+void EventMerger::remove_finished() {
     size_t kept = 0;
     for (size_t i = 0; i < count_; ++i) {
         Stream& s = streams_[i];
@@ -254,7 +254,6 @@ void EventMerger::remove_finished(Release release) {
         ++kept;
     }
     count_ = kept;
-    (void)release;
 }
 
 void EventMerger::reset(Release release) {

@@ -39,7 +39,6 @@ public:
     // A new trace: every buffer held is released unread.
     void reset(Release release);
 
-    size_t streams() const { return count_; }
     size_t buffers_held() const;
 
 private:
@@ -68,7 +67,8 @@ private:
 
     Stream* find(uint32_t id);
     Stream* find_or_add(uint32_t id);
-    void remove_finished(Release release);
+    // Forgets the streams of threads that ended, once everything of theirs is merged.
+    void remove_finished();
     // Reads `s` up to its next timed event (handing untimed records to `out` on the way).
     void fill(Stream& s, TraceCompactor& out, Release release);
     static void deliver(const Event& e, TraceCompactor& out);

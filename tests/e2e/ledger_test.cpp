@@ -125,7 +125,8 @@ TEST(Ledger, AProgramEndingWithUnderscoreExitKeepsItsLastEvents) {
 TEST(Ledger, ATraceEndedByAnExecCarriesItsLedger) {
     ScratchDir dir;
     const std::string trace = dir / "exec.gtrace";
-    trace_program(dir, trace, {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_EXIT_WITH, "--lines", "1"});
+    // The launcher's own trace, kept (run folds launchers' traces into the program's).
+    trace_program(dir, trace, {GT_PROGRAM_FORK_EXEC, GT_PROGRAM_EXIT_WITH, "--lines", "1"}, 0, {"--keep-helper-traces"});
     json report = analyze_json(dir, trace);
     EXPECT_FALSE(report["ended_cleanly"].get<bool>());
     EXPECT_TRUE(report["ledger"]["checked"].get<bool>()) << report["ledger"].dump();

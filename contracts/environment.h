@@ -39,6 +39,7 @@ inline constexpr char kGdbLog[] = "GROWTRACE_GDB_LOG";
 inline constexpr char kTestCrash[] = "GROWTRACE_TEST_CRASH";
 // The scripts of tools/ and the Python tests.
 inline constexpr char kBuildDir[] = "GROWTRACE_BUILD_DIR";
+inline constexpr char kTestPip[] = "GROWTRACE_TEST_PIP";
 inline constexpr char kDemoPython[] = "GROWTRACE_DEMO_PYTHON";
 inline constexpr char kPython[] = "GROWTRACE_PYTHON";
 
@@ -95,6 +96,8 @@ inline constexpr Variable kVariables[] = {
     {kTestCrash, "start|exception|run-wait: the command crashes there on purpose", "tests",
      "growtrace (crash_report.cpp)", false},
     {kBuildDir, "build directory (default build/)", "the user", "tools/*.sh, pyagent/tests", false},
+    {kTestPip, "1: tools/test.sh also runs the pip installs (label pip, ten minutes each)", "the user",
+     "tools/test.sh", false},
     {kDemoPython, "CPython version the demo runs (default 3.11)", "the user", "tools/demo.sh", false},
     {kPython, "a CPython 3.11 with a shared libpython for the project's venv", "the user",
      "tools/setup_python.sh", false},

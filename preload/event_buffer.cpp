@@ -80,6 +80,13 @@ size_t pool_queue_full(Buffer* buffer) {
     return queued;
 }
 
+size_t pool_queued() {
+    pthread_mutex_lock(&g_mutex);
+    size_t queued = g_full_count;
+    pthread_mutex_unlock(&g_mutex);
+    return queued;
+}
+
 Buffer* pool_take_full() {
     pthread_mutex_lock(&g_mutex);
     Buffer* list = g_full_head;

@@ -35,6 +35,7 @@ void pool_put_list(Buffer* list);
 // Full buffers in the order they were handed over. Returns how many are queued.
 size_t pool_queue_full(Buffer* buffer);
 Buffer* pool_take_full();  // the whole queue, oldest first
+size_t pool_queued();      // how many full buffers wait in it
 
 // The writer stopped: never block producers again.
 void pool_stop_waiting();

@@ -49,7 +49,8 @@ size_t g_global_used = 0, g_global_capacity = 0;
 
 pthread_mutex_t g_wake_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_wake_cond = PTHREAD_COND_INITIALIZER;
-bool g_wake = false;
+// Set by writer_wake (any thread, no lock): the writer's wait ends before its tick.
+std::atomic<bool> g_wake{false};
 bool g_stop = false;
 // Parking (writer_park_for_fork): the thread is asked to leave (g_park), says when it has
 // (g_thread_running false, g_left signalled) and is started again by writer_resume().
@@ -188,8 +189,9 @@ void note_stream(uint32_t stream, uint64_t caught_up_to, bool gone) { g_merger.n
 
 // A thread that stays in the middle of an event (stopped inside a hook by a debugger, say) holds
 // every other thread's events back in the merger, and with them the pool's buffers. Rather than
-// have the program's threads wait for buffers, past half the pool the events are merged without
-// it, and the trace says so once: frees decided then may miss an allocation of that thread.
+// have the program's threads wait for buffers, when half the pool is still held after a merge
+// the events are merged without it, and the trace says so once: frees decided then may miss an
+// allocation of that thread.
 bool merge_without_a_stalled_thread() {
     static bool said = false;
     if (g_merger.buffers_held() <= kMaxBuffers / 2) return false;
@@ -204,23 +206,42 @@ bool merge_without_a_stalled_thread() {
     return true;
 }
 
-// The threads' buffers of this cycle go to the merger, which hands their events to the
-// compactor in time order up to what every thread has caught up with (event_merger.h). Without
-// the threads' current buffers (`current` false: a sampled trace takes them once a second) the
-// full queue still goes in, so a producer never waits longer for a free buffer than in a full
-// trace; its events wait in the merger until the next collection says how far each thread has
-// come. Sampled traces keep the block whole while the compactor works (g_hold_cut).
-void write_thread_runs(bool current, bool final) {
+// Between the once-a-second collections of a sampled trace, a program that allocates fast (or
+// samples every byte) hands over buffer after buffer, and the merger can hand none of their
+// events on before a collection says how far every thread has come. Past an eighth of the pool
+// the next cycle collects at once, well before merge_without_a_stalled_thread would give up on
+// the ordering.
+bool merger_is_filling() { return g_merger.buffers_held() > kMaxBuffers / 8; }
+
+// The threads' buffers go to the merger: with `current`, each thread's current buffer too, and
+// how far each has caught up (a collection); in any case the queue of full buffers.
+void hand_buffers_to_merger(bool current) {
     if (current) g_compactor.note_recorded(0, 0, thread_registry_collect({take_buffer, note_stream}));
-    g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     for (Buffer* b = pool_take_full(); b;) {
         Buffer* next = b->next;
         take_buffer(b);
         b = next;
     }
+}
+
+// The merger hands the threads' events to the compactor in time order up to what every thread
+// has caught up with (event_merger.h). Without the threads' current buffers (`current` false: a
+// sampled trace takes them once a second) the full queue still goes in, so a producer never
+// waits longer for a free buffer than in a full trace; its events wait in the merger until a
+// collection says how far each thread has come. Should half the pool still wait after the
+// merge, a collection is made at once; only if that frees nothing is a thread stalled.
+// Sampled traces keep the block whole while the compactor works (g_hold_cut).
+void write_thread_runs(bool current, bool final) {
+    hand_buffers_to_merger(current);
+    g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     g_compactor.begin(append_compacted);
     g_hold_cut = sampling_enabled();
-    g_merger.merge(g_compactor, final || merge_without_a_stalled_thread(), release_buffer);
+    g_merger.merge(g_compactor, final, release_buffer);
+    if (!final && !current && g_merger.buffers_held() > kMaxBuffers / 2) {
+        hand_buffers_to_merger(true);
+        g_merger.merge(g_compactor, false, release_buffer);
+    }
+    if (!final && merge_without_a_stalled_thread()) g_merger.merge(g_compactor, true, release_buffer);
     g_hold_cut = false;
     if (g_block_used > kBlockTarget) write_block_now();
 }
@@ -240,7 +261,7 @@ void cycle(bool final, bool write, bool drain = false) {
         const bool sparse = sampling_enabled() && !write && !final;
         // Sampled: the threads' current buffers, a time mark and the caches' sizes once a
         // second (fewer Thread runs and Time records); full buffers every cycle.
-        const bool every_thread = !sparse || now - g_last_mark_ns >= kSampledMarkNs;
+        const bool every_thread = !sparse || now - g_last_mark_ns >= kSampledMarkNs || merger_is_filling();
         if (every_thread) {
             emit_time_mark();
             python::poll_cache_sizes(writer_emit);
@@ -356,6 +377,9 @@ void writer_request_module_scan() {
 void writer_wake() {
     // Parked, the writer is needed back: producers would soon wait for free buffers.
     if (g_park.load(std::memory_order_relaxed)) writer_resume();
+    // Without the writer's lock: a wake that falls between its check and its wait waits for
+    // the next watch (kWatchMs) instead.
+    g_wake.store(true);
     pthread_cond_signal(&g_wake_cond);
 }
 
@@ -447,7 +471,8 @@ void writer_reset(SessionOrigin origin) {
     g_write_failed = false;
     pthread_mutex_unlock(&g_cycle_mutex);
     pthread_mutex_lock(&g_wake_mutex);
-    g_wake = g_stop = false;
+    g_wake.store(false);
+    g_stop = false;
     g_park.store(false);
     pthread_mutex_unlock(&g_wake_mutex);
     // An attached process's main thread that ended during an earlier trace stays ended.

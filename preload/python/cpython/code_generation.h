@@ -26,6 +26,18 @@ inline uint16_t code_generation(const void* code) {
     return code_generation_bucket(code).load(std::memory_order_relaxed);
 }
 
+// How many code objects the process has freed: while it has not moved, every code object a
+// remembered stack names is still the one it was (frame_walker.h confirms stacks by address).
+inline std::atomic<uint64_t> g_code_objects_freed{0};
+
+inline uint64_t code_objects_freed() { return g_code_objects_freed.load(std::memory_order_relaxed); }
+
+// The code object at `code` is being freed: its address will name a new one.
+inline void note_code_object_freed(const void* code) {
+    code_generation_bucket(code).fetch_add(1, std::memory_order_relaxed);
+    g_code_objects_freed.fetch_add(1, std::memory_order_relaxed);
+}
+
 // Puts a function in front of the interpreter's code object destructor (PyCode_Type's
 // tp_dealloc) that bumps the generation before the memory is given back. present() only;
 // stays in place for the life of the process (the library is never unloaded).

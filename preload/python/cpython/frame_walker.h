@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "preload/python/cpython/code_generation.h"
 #include "preload/python/cpython/frames.h"
 #include "preload/python/cpython/layout.h"
 
@@ -65,13 +66,17 @@ struct FrameWalker {
     // The frames of `memory` from `from` down to the outermost still form the thread's stack
     // below it, unchanged: each one's caller is the next one remembered, at the same code and
     // instruction. The loads take their addresses from memory, not from each other, so they
-    // do not wait in turn.
-    static bool unchanged_below(const StackMemory& memory, int from) {
+    // do not wait in turn. Once a code object has been freed since the stack was remembered, a
+    // frame may run a new code object at a dead one's address (code compiled at run time, in a
+    // loop): then the code's generation must be the remembered one too.
+    static bool unchanged_below(const StackMemory& memory, int from, bool codes_freed) {
         for (int m = from; m > 0; --m) {
             auto* f = static_cast<const Frame*>(memory.addresses[m]);
             auto* caller = static_cast<const Frame*>(memory.addresses[m - 1]);
-            if (caller_of(f) != caller || V::code(caller) != memory.frames[m - 1].code ||
-                V::instruction(caller) != memory.instructions[m - 1])
+            const FrameRef& remembered = memory.frames[m - 1];
+            if (caller_of(f) != caller || V::code(caller) != remembered.code ||
+                V::instruction(caller) != memory.instructions[m - 1] ||
+                (codes_freed && code_generation(remembered.code) != remembered.generation))
                 return false;
         }
         return caller_of(static_cast<const Frame*>(memory.addresses[0])) == memory.below;
@@ -116,6 +121,10 @@ struct FrameWalker {
 
     static int capture_since(StackMemory& memory, int& shared, bool& confirmed) {
         confirmed = false;
+        // Code objects are freed only under the GIL, which this thread holds for the walk.
+        const uint64_t freed = code_objects_freed();
+        const bool codes_freed = freed != memory.code_objects_freed;
+        memory.code_objects_freed = freed;
         FrameRef fresh[kMaxPythonFrames];  // walked frames, innermost first
         const Frame* fresh_addresses[kMaxPythonFrames];
         int n = 0;
@@ -129,7 +138,7 @@ struct FrameWalker {
                 try_shortcut = false;
                 // Under a cut stack, frames beyond the cut would move up into a shallower one.
                 bool fits = memory.cut ? j + 1 + n == kMaxPythonFrames : j + 1 + n <= kMaxPythonFrames;
-                if (fits && unchanged_below(memory, j)) {
+                if (fits && unchanged_below(memory, j, codes_freed)) {
                     shared = j + 1;
                     for (int i = 0; i < n; ++i) remember(memory, shared + i, fresh[n - 1 - i], fresh_addresses[n - 1 - i]);
                     memory.count = shared + n;

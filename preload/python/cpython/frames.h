@@ -29,6 +29,7 @@ struct StackMemory {
     uintptr_t instructions[kMaxPythonFrames] = {};    // their last instruction, as the version keeps it
     const void* below = nullptr;                      // what the outermost frame's caller was
     bool cut = false;  // the stack was deeper than kMaxPythonFrames: only its innermost are here
+    uint64_t code_objects_freed = 0;  // by the process when it was captured (code_generation.h)
 };
 
 }  // namespace growtrace::preload::python

@@ -243,7 +243,7 @@ using Destructor = void (*)(void*);
 std::atomic<Destructor> g_code_destructor{nullptr};
 
 void code_destructor_watched(void* code) {
-    code_generation_bucket(code).fetch_add(1, std::memory_order_relaxed);
+    note_code_object_freed(code);
     g_code_destructor.load(std::memory_order_relaxed)(code);
 }
 

@@ -374,10 +374,17 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         if (const auto torn = cache_teardown(steps, begin, end)) {
             f.entries_before_teardown = static_cast<uint64_t>(steps[*torn].value);
             f.teardown_at_s = steps[*torn + 1].t;
+            // Frees are timed to the trace's quantum, rounded down, and binned (retained_over_time)
+            // at their bin's start, the entry counts exactly: the frees of a clear() right after
+            // the last insertion can show a hair before it. What the entries held is their peak
+            // before the count fell; the samples freed are counted from that slack before it.
+            const uint64_t slack = 2 * static_cast<uint64_t>(format::kSampledTimeQuantumTicks) +
+                                   (uint64_t{2} << (kRetainedBucketShift + c.retained_shift));
+            const double slack_s = seconds(c.first_insert + slack) - seconds(c.first_insert);
             for (const SeriesPoint& p : f.retained_over_time)
-                if (p.t_s <= steps[*torn].t) retained = std::max(static_cast<double>(f.retained_bytes), p.value);
+                if (p.t_s <= f.teardown_at_s) retained = std::max(retained, p.value);
             f.released_at_teardown_bytes = static_cast<uint64_t>(std::llround(retained)) - f.retained_bytes;
-            for (uint64_t ticks : c.sample_free_ticks) live_samples += seconds(ticks) > steps[*torn].t;
+            for (uint64_t ticks : c.sample_free_ticks) live_samples += seconds(ticks) + slack_s > steps[*torn].t;
             steps.resize(*torn + 1);
             end = f.teardown_at_s;
             last = std::min(last, end);

@@ -40,6 +40,14 @@ inline constexpr uint32_t kFullVersion = 3;
 inline constexpr uint32_t kSampledVersion = 6;
 inline constexpr uint32_t kFirstPrefixVersion = 5;  // the first version that may use ZstdWithPrefix
 
+// The compact records (AllocCompact, FreeCompact, thread events) carry no time of their own:
+// they happen at the last Time record's, which is written only once the clock has moved by a
+// quantum, and in sampled traces rounded down to a multiple of it. A compact event's true time
+// therefore lies in [its time, its time + 2 quanta) in clock ticks; records with a ticks field
+// of their own (CacheInsert, CacheSize, ...) are exact. Readers comparing the two allow for it.
+inline constexpr int64_t kTimeQuantumTicks = int64_t{1} << 18;         // about 0.1 ms at 2.5 GHz
+inline constexpr int64_t kSampledTimeQuantumTicks = int64_t{1} << 23;  // about 3.4 ms
+
 struct FileHeader {
     char magic[8];
     uint32_t version;   // little endian

@@ -15,11 +15,11 @@ namespace {
 using format::RecordKind;
 
 // About 0.1 ms at 2.5 GHz: finer than any window the analyzer uses.
-constexpr int64_t kTimeQuantum = int64_t{1} << 18;
+constexpr int64_t kTimeQuantum = format::kTimeQuantumTicks;
 // Sampled traces: events are sparse, so nearly every one needs a Time record; their times go
 // on a grid of about 3.4 ms (still finer than the analyzer's 10 ms windows), which makes the
 // deltas low in entropy. Thread events then happen at the grid time too.
-constexpr int64_t kSampledTimeQuantum = int64_t{1} << 23;
+constexpr int64_t kSampledTimeQuantum = format::kSampledTimeQuantumTicks;
 
 inline size_t hash_addr(uint64_t addr) {
     uint64_t h = addr * 0x9E3779B97F4A7C15ull;

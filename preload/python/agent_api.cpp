@@ -218,6 +218,10 @@ int64_t entries_of(const void* dict) {
 
 void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
     RecordEncoder rec(RecordKind::CacheSize);
+    // The time is read before the sizes: the program runs on while this thread reads them (and
+    // may be descheduled), and a size stamped later than it was read would place, say, a full
+    // cache after the frees of the clear() that emptied it.
+    const uint64_t ticks = now_ticks();
     uint64_t changed = 0;
     int64_t entries[kMaxWatchedCaches];
     uint64_t ids[kMaxWatchedCaches];
@@ -235,7 +239,7 @@ void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
     pthread_mutex_unlock(&g_caches_mutex);
     if (g_tick && !frozen) g_walk_wanted.store(true, std::memory_order_relaxed);
     if (!changed) return;
-    rec.varint(now_ticks()).varint(changed);
+    rec.varint(ticks).varint(changed);
     for (uint64_t i = 0; i < changed; ++i) rec.varint(ids[i]).svarint(entries[i]);
     sink(rec);
 }

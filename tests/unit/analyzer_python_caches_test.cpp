@@ -1,6 +1,8 @@
 // The CPython cache and class verdicts, on synthetic record sequences (1 tick = 1 ns here).
 #include <gtest/gtest.h>
 
+#include "format/trace_format.h"
+
 #include "analyzer/python_caches.h"
 
 #include <algorithm>
@@ -396,6 +398,41 @@ TEST(PythonCaches, CacheEmptiedAtTheEndOfTheWorkIsJudgedOnTheRunBefore) {
         EXPECT_EQ(c.released_at_teardown_bytes, 200u * 1000u);
         EXPECT_NEAR(c.teardown_at_s, 4.0, 0.01);
     }
+}
+
+// A sampled trace times a free to its quantum, rounded down (format::kSampledTimeQuantumTicks),
+// an insertion exactly: a cache_clear() right after the last insertion shows its frees a little
+// before that insertion. The samples it freed are still the ones the cache held before its
+// teardown, and what they held is what it released.
+TEST(PythonCaches, SampledClearRightAfterTheLastInsertionIsATeardownOfWhatItHeld) {
+    constexpr uint64_t kPeriod = 512 * 1024;
+    PythonTracker t;
+    t.set_sample_period(kPeriod);
+    t.on_cache_create(cache(1, -1));
+    uint64_t seq = 0;
+    uint64_t last_ticks = 0;
+    for (uint64_t i = 0; i < 200; ++i) {
+        CacheInsertRecord begin = miss_begin(t, 1, i + 1, i * kSecond / 50, i);
+        t.on_alloc_compact(AllocCompactEvent{1, begin.ticks + 1, 100000, 3, ++seq});  // a sample per miss
+        miss_stored(t, begin, begin.ticks + 2);
+        last_ticks = begin.ticks + 2;
+    }
+    // The clear, 1 ms after the last insertion: its frees on the quantum's grid, before it.
+    const uint64_t grid = static_cast<uint64_t>(format::kSampledTimeQuantumTicks);
+    const uint64_t freed_at = (last_ticks + kSecond / 1000) / grid * grid - grid;
+    ASSERT_LT(freed_at, last_ticks);
+    for (uint64_t s = 1; s <= seq; ++s) t.on_free_compact(FreeCompactEvent{1, freed_at, s});
+    CacheSizeRecord emptied;
+    emptied.ticks = last_ticks + kSecond / 1000 + 100;
+    emptied.entries = {{1, 0}};
+    t.on_cache_size(emptied);
+    t.set_exit_ticks(last_ticks + kSecond / 100);
+    PythonFindings f = t.finish(seconds, seconds(last_ticks + kSecond / 100));
+    ASSERT_EQ(f.caches.size(), 1u);
+    const CacheFinding& c = f.caches[0];
+    EXPECT_TRUE(c.unbounded) << c.reason;
+    EXPECT_EQ(c.entries_before_teardown, 200u);
+    EXPECT_GT(c.released_at_teardown_bytes, 150u * 100000u);
 }
 
 // Classes made and dropped in batches: the live count at the quarter ends may well rise, but

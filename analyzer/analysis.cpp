@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "analyzer/record_decoder.h"
+#include "analyzer/work_axis.h"
 
 namespace growtrace {
 
@@ -436,28 +437,48 @@ double peak_of(const std::vector<WindowBin>& bins) {
 // An estimate as a whole number for the reports (exact figures are whole already).
 uint64_t rounded(double v) { return v > 0 ? static_cast<uint64_t>(std::llround(v)) : 0; }
 
-GrowthSeries dense_series(const StackRetention& s, uint32_t windows, double window_s, size_t work_begin,
-                          size_t work_end, uint64_t sample_period) {
+// The group's series on the work axis: its time windows' figures summed into work windows.
+GrowthSeries dense_series(const StackRetention& s, const WorkAxis& axis, double window_s, uint64_t sample_period) {
     GrowthSeries g;
+    const size_t windows = axis.size();
     g.window_s = window_s;
+    g.window_start_s = axis.start_s;
+    g.window_end_s = axis.end_s;
+    g.window_allocations = axis.allocations;
     g.births_bytes.assign(windows, 0);
     g.deaths_bytes.assign(windows, 0);
     g.survivor_bytes.assign(windows, 0);
     g.death_samples.assign(windows, 0);
     for (const WindowBin& b : s.bins) {
-        if (b.window >= windows) continue;
-        g.births_bytes[b.window] += static_cast<double>(b.births_bytes);
-        g.deaths_bytes[b.window] += static_cast<double>(b.deaths_bytes);
-        g.death_samples[b.window] += b.death_samples;
+        if (b.window >= axis.parts.size()) continue;
+        for (const WorkAxis::Part& part : axis.parts[b.window]) {
+            g.births_bytes[part.window] += static_cast<double>(b.births_bytes) * part.fraction;
+            g.deaths_bytes[part.window] += static_cast<double>(b.deaths_bytes) * part.fraction;
+        }
+        // Whole records: the part that holds the window's end, where the deaths are counted.
+        g.death_samples[axis.parts[b.window].back().window] += b.death_samples;
     }
     for (const SurvivorBin& b : s.survivors)
-        if (b.window < windows) g.survivor_bytes[b.window] += static_cast<double>(b.bytes);
-    g.work_begin = work_begin;
-    g.work_end = work_end;
+        if (b.window < axis.parts.size())
+            for (const WorkAxis::Part& part : axis.parts[b.window])
+                g.survivor_bytes[part.window] += static_cast<double>(b.bytes) * part.fraction;
+    g.work_begin = axis.work_begin;
+    g.work_end = axis.work_end;
     g.sample_period = sample_period;
     g.samples = s.samples;
     g.live_samples = s.live_samples;
     return g;
+}
+
+WorkAxis work_axis_of(const RetentionResult& r, double window_s, size_t work_begin, size_t work_end) {
+    std::vector<double> events(r.num_windows), allocations(r.num_windows);
+    for (uint32_t w = 0; w < r.num_windows && w < r.heap.size(); ++w) {
+        // Allocations only: frees without allocations (a clean-up loop, a collection) take no
+        // work, so a teardown stays at the very end of the work however long it takes.
+        events[w] = r.heap[w].births;
+        allocations[w] = r.heap[w].births;
+    }
+    return build_work_axis(events, allocations, window_s, work_begin, work_end);
 }
 
 void merge_into(StackRetention& to, const StackRetention& from) {
@@ -693,6 +714,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
             work_end = w;
             any = true;
         }
+    const WorkAxis axis = work_axis_of(r, window_s, work_begin, work_end);
 
     // Only stacks that ever held a significant amount are symbolized and classified: the rest
     // cannot become findings and symbolizing them all would dominate the run time.
@@ -720,7 +742,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     for (auto& [key, s] : merged) {
         GroupReport g = std::move(by_frames[key]);
         g.frames = fold_interpreter_frames(g.frames);
-        g.verdict = classify_growth(dense_series(s, r.num_windows, window_s, work_begin, work_end, c.sample_period));
+        g.verdict = classify_growth(dense_series(s, axis, window_s, c.sample_period));
         g.retained_bytes = rounded(s.live_bytes);
         g.live_allocations = rounded(s.live_count);
         g.allocations = rounded(s.allocations);

@@ -107,10 +107,51 @@ size_t periods_with_survivors(const std::vector<double>& survivors, const Span& 
     return count;
 }
 
-double plateau_time(const std::vector<double>& level, double target, double window_s) {
+// The lowest level of each later quarter rises over the one before by this share of an even
+// quarter of `total`, at the least.
+double min_floor_rise_share(const std::vector<double>& level, const Span& span, double total) {
+    double min_share = INFINITY, previous = NAN;
+    for (size_t q = 0; q < 4; ++q) {
+        const size_t a = span.part_start(q, 4), b = span.part_start(q + 1, 4);
+        if (b <= a) continue;
+        const double floor = *std::min_element(level.begin() + static_cast<std::ptrdiff_t>(a),
+                                               level.begin() + static_cast<std::ptrdiff_t>(b));
+        if (!std::isnan(previous)) min_share = std::min(min_share, (floor - previous) / (total / 4));
+        previous = floor;
+    }
+    return min_share;
+}
+
+double start_of(const GrowthSeries& s, size_t w) {
+    return w < s.window_start_s.size() ? s.window_start_s[w] : static_cast<double>(w) * s.window_s;
+}
+
+double end_of(const GrowthSeries& s, size_t w) {
+    return w < s.window_end_s.size() ? s.window_end_s[w] : static_cast<double>(w + 1) * s.window_s;
+}
+
+double plateau_time(const std::vector<double>& level, double target, const GrowthSeries& s) {
     for (size_t w = 0; w < level.size(); ++w)
-        if (level[w] >= kPlateauReachedFraction * target) return static_cast<double>(w + 1) * window_s;
-    return static_cast<double>(level.size()) * window_s;
+        if (level[w] >= kPlateauReachedFraction * target) return end_of(s, w);
+    return level.empty() ? 0 : end_of(s, level.size() - 1);
+}
+
+// Converts a slope per window of the span into one per second and per 1,000 allocations.
+struct Rates {
+    double per_window_to_per_s = 0;
+    double per_window_to_per_1k_allocations = 0;
+};
+
+Rates rates_over(const GrowthSeries& s, const Span& span) {
+    Rates r;
+    const double windows = static_cast<double>(span.size());
+    const double seconds = end_of(s, span.last) - start_of(s, span.first);
+    r.per_window_to_per_s = seconds > 0 ? windows / seconds : (s.window_s > 0 ? 1 / s.window_s : 0);
+    double allocations = 0;
+    for (size_t w = span.first; w <= span.last && w < s.window_allocations.size(); ++w)
+        allocations += s.window_allocations[w];
+    r.per_window_to_per_1k_allocations = allocations > 0 ? 1000 * windows / allocations : 0;
+    return r;
 }
 
 GrowthVerdict classify_levels(const GrowthSeries& s);
@@ -123,10 +164,9 @@ GrowthVerdict classify_growth(const GrowthSeries& s) {
     const bool needs_survivors = v.cls == GrowthClass::Unbounded || v.cls == GrowthClass::Bounded;
     // Judged before a teardown: the samples live then, not after it.
     uint64_t live_samples = s.live_samples;
-    if (v.teardown_at_s > 0 && s.window_s > 0) {
-        const auto first = static_cast<size_t>(std::llround(v.teardown_at_s / s.window_s));
-        for (size_t w = first; w < s.death_samples.size(); ++w) live_samples += s.death_samples[w];
-    }
+    if (v.teardown_at_s > 0)
+        for (size_t w = 0; w < s.death_samples.size(); ++w)
+            if (start_of(s, w) >= v.teardown_at_s * (1 - 1e-12)) live_samples += s.death_samples[w];
     std::string thin;
     if (s.samples < kMinSamplesToJudge)
         thin = fmt::format("{} sample{}, at least {} needed", s.samples, s.samples == 1 ? "" : "s", kMinSamplesToJudge);
@@ -164,7 +204,7 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
     Span span;
     span.first = static_cast<size_t>(first_birth - s.births_bytes.begin());
     span.last = (s.work_end >= span.first && s.work_end < n) ? s.work_end : n - 1;
-    v.started_at_s = static_cast<double>(span.first) * s.window_s;
+    v.started_at_s = start_of(s, span.first);
 
     // A teardown at the very end of the work: the group is judged on what came before it. The
     // memory freed then was born when it was, but the trace does not say when: the survivors
@@ -181,7 +221,7 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
         if (before >= 0 && held[static_cast<size_t>(before)] >= kMinSignificantBytes) {
             torn_down = true;
             const size_t last_held = span.first + static_cast<size_t>(before);
-            v.teardown_at_s = static_cast<double>(last_held + 1) * s.window_s;
+            v.teardown_at_s = end_of(s, last_held);
             v.released_at_teardown = level[last_held] - level[span.last];
             span.last = last_held;
             level.resize(last_held + 1);
@@ -211,9 +251,13 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
 
     const std::vector<double> active(level.begin() + static_cast<std::ptrdiff_t>(span.first),
                                      level.begin() + static_cast<std::ptrdiff_t>(span.last) + 1);
-    const double whole_slope = theil_sen_slope(active) / s.window_s;
-    v.slope_bytes_per_s = whole_slope;
-    v.plateau_at_s = plateau_time(level, v.retained_end, s.window_s);
+    // The rates a user reads are the span's average growth, per second and per allocation; the
+    // tests below compare robust slopes per window of work.
+    const Rates rates = rates_over(s, span);
+    const double mean_slope = (v.retained_end - level_before(level, span.first)) / static_cast<double>(span.size());
+    v.slope_bytes_per_s = mean_slope * rates.per_window_to_per_s;
+    v.bytes_per_1k_allocations = mean_slope * rates.per_window_to_per_1k_allocations;
+    v.plateau_at_s = plateau_time(level, v.retained_end, s);
 
     if (span.size() < kMinHistoryWindows) {
         v.cls = GrowthClass::Stable;
@@ -225,8 +269,8 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
     const double growth = v.retained_end - level_before(level, span.first);
     const double quarter_share = growth > 0 ? min_quarter_share(level, span, growth) : 0;
     const std::vector<double> late(active.begin() + static_cast<std::ptrdiff_t>(active.size() / 2), active.end());
-    const double late_slope = theil_sen_slope(late) / s.window_s;
-    const double avg_slope = growth / (static_cast<double>(span.size()) * s.window_s);
+    const double late_slope = theil_sen_slope(late);  // per window, as avg_slope
+    const double avg_slope = growth / static_cast<double>(span.size());
     const double late_ratio = avg_slope > 0 ? late_slope / avg_slope : 0;
     const size_t periods = std::min(kSurvivorPeriods, span.size());
     const size_t survivor_periods = periods_with_survivors(s.survivor_bytes, span, periods);
@@ -236,10 +280,15 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
         failed = fmt::format("grew only {} while active", human_bytes(growth));
     else if (late_slope <= 0 || late_ratio < kMinLateSlopeRatio)
         failed = fmt::format("plateaued at {:.1f} s: slope over the last half {}/s vs {}/s overall",
-                             v.plateau_at_s, human_bytes(late_slope), human_bytes(avg_slope));
+                             v.plateau_at_s, human_bytes(late_slope * rates.per_window_to_per_s),
+                             human_bytes(avg_slope * rates.per_window_to_per_s));
     else if (quarter_share < kMinQuarterShare)
         failed = fmt::format("growth stalls: one quarter of the run adds only {:.0f}% of an even share",
                              100 * std::max(0.0, quarter_share));
+    else if (torn_down && min_floor_rise_share(level, span, growth) < kMinQuarterShare)
+        failed = fmt::format("comes and goes: its lowest level rises by only {:.0f}% of an even share from one "
+                             "quarter of the run to the next before the teardown",
+                             100 * std::max(0.0, min_floor_rise_share(level, span, growth)));
     else if (!torn_down &&
              static_cast<double>(survivor_periods) < kMinSurvivorPeriodFraction * static_cast<double>(periods))
         failed = fmt::format("survivors born in only {} of {} periods (turnover, not accumulation)",

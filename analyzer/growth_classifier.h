@@ -33,11 +33,20 @@ struct GrowthSeries {
     // Allocation records that died, per window (same length as births_bytes, or empty): the
     // samples a group held before a teardown are its live ones plus those the teardown freed.
     std::vector<uint32_t> death_samples;
+    // Windows of equal work (work_axis.h): each window's start and end time and the program's
+    // allocations in it (same length as births_bytes). Empty: windows of window_s seconds
+    // each, and no rate per allocation.
+    std::vector<double> window_start_s, window_end_s, window_allocations;
 };
 
 struct GrowthVerdict {
     GrowthClass cls = GrowthClass::Stable;
-    double slope_bytes_per_s = 0;  // robust (Theil-Sen) slope of retained bytes while active
+    // Growth of the retained bytes from the group's first window to the end of its active run
+    // (before a teardown), per second, and per 1,000 allocations of the whole program (0: the
+    // series has no work axis): what the group gains for a given amount of work, however fast
+    // the work went.
+    double slope_bytes_per_s = 0;
+    double bytes_per_1k_allocations = 0;
     double started_at_s = 0;       // first window with a birth
     double plateau_at_s = 0;       // bounded: when retained bytes first reached 90% of the final
     double confidence = 0;         // 0..1
@@ -65,7 +74,9 @@ inline constexpr double kSawtoothMinPeakFraction = 0.5;
 // Fewer windows of history than this cannot show a trend.
 inline constexpr size_t kMinHistoryWindows = 8;
 // Unbounded: every quarter of the active run must add at least this share of an even quarter
-// (a plateau adds ~0 in its last quarters; noisy linear growth adds ~1).
+// (a plateau adds ~0 in its last quarters; noisy linear growth adds ~1). Before a teardown,
+// where the survivors' ages are unknown, the lowest level of each quarter must rise by as
+// much too (memory that comes and goes around a level returns near it in every quarter).
 inline constexpr double kMinQuarterShare = 0.2;
 // Unbounded: the robust slope over the last half must be at least this share of the whole-run
 // slope (a cache still filling slows down; an unbounded one does not).

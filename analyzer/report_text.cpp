@@ -118,10 +118,12 @@ void write_type_finding(size_t number, const TypeReport& t, std::ostream& out) {
 }
 
 void write_stack_finding(size_t number, const GroupReport& g, bool sampled, std::ostream& out) {
-    out << fmt::format("\n#{} {} retained, +{}/s since {:.1f} s, {}{} live allocations, confidence {:.2f}\n", number,
+    out << fmt::format("\n#{} {} retained, +{}/s (+{} per 1,000 allocations) since {:.1f} s, {}{} live allocations, "
+                       "confidence {:.2f}\n",
+                       number,
                        bytes_figure(static_cast<double>(g.retained_bytes), g.retained_bytes_stderr, g.live_samples, sampled),
-                       human_bytes(g.verdict.slope_bytes_per_s), g.verdict.started_at_s, sampled ? "about " : "",
-                       g.live_allocations, g.verdict.confidence);
+                       human_bytes(g.verdict.slope_bytes_per_s), human_bytes(g.verdict.bytes_per_1k_allocations),
+                       g.verdict.started_at_s, sampled ? "about " : "", g.live_allocations, g.verdict.confidence);
     if (g.verdict.teardown_at_s > 0)
         out << fmt::format("    released at teardown: {} freed at {:.1f} s, at the end of the work; judged on the run before\n",
                            human_bytes(g.verdict.released_at_teardown), g.verdict.teardown_at_s);

@@ -470,15 +470,26 @@ GrowthSeries dense_series(const StackRetention& s, const WorkAxis& axis, double 
     return g;
 }
 
-WorkAxis work_axis_of(const RetentionResult& r, double window_s, size_t work_begin, size_t work_end) {
-    std::vector<double> events(r.num_windows), allocations(r.num_windows);
-    for (uint32_t w = 0; w < r.num_windows && w < r.heap.size(); ++w) {
-        // Allocations only: frees without allocations (a clean-up loop, a collection) take no
-        // work, so a teardown stays at the very end of the work however long it takes.
-        events[w] = r.heap[w].births;
-        allocations[w] = r.heap[w].births;
-    }
-    return build_work_axis(events, allocations, window_s, work_begin, work_end);
+// The work in each time window: the whole program's allocations. Frees without allocations (a
+// clean-up loop, a collection) are no work, so a teardown stays at the very end of the work
+// however long it takes. In a sampled trace the allocation counts are estimates ruled by the
+// smallest samples (a 16-byte sample stands for tens of thousands of allocations), so the
+// bytes allocated, whose estimate is steady, measure the work there.
+std::vector<double> work_per_window(const RetentionResult& r, bool sampled) {
+    std::vector<double> work(r.num_windows);
+    for (uint32_t w = 0; w < r.num_windows && w < r.heap.size(); ++w)
+        work[w] = sampled ? r.heap[w].births_bytes : r.heap[w].births;
+    return work;
+}
+
+WorkAxis work_axis_of(const RetentionResult& r, double window_s, size_t work_begin, size_t work_end, bool sampled) {
+    std::vector<double> allocations(r.num_windows);
+    for (uint32_t w = 0; w < r.num_windows && w < r.heap.size(); ++w) allocations[w] = r.heap[w].births;
+    return build_work_axis(work_per_window(r, sampled), allocations, window_s, work_begin, work_end);
+}
+
+WorkClock work_clock_of(const RetentionResult& r, double window_s, bool sampled) {
+    return build_work_clock(work_per_window(r, sampled), window_s);
 }
 
 void merge_into(StackRetention& to, const StackRetention& from) {
@@ -608,10 +619,11 @@ void explain_by_caches(AnalysisResult& out, const PythonTracker& python) {
     }
 }
 
-void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer) {
+void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer, const WorkClock& work) {
     if (c.python.empty()) return;
     auto seconds = [&](uint64_t ticks) { return c.clock.seconds(static_cast<double>(ticks)); };
     c.python.set_exit_ticks(c.exit_ticks, c.shutdown_collection_ticks);
+    c.python.set_work_clock([work](double s) { return work.at(s); });
     PythonFindings found = c.python.finish(seconds, out.duration_s);
     for (CacheFinding& f : found.caches) {
         CacheReport report{std::move(f), {}};
@@ -714,7 +726,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
             work_end = w;
             any = true;
         }
-    const WorkAxis axis = work_axis_of(r, window_s, work_begin, work_end);
+    const WorkAxis axis = work_axis_of(r, window_s, work_begin, work_end, c.sample_period != 0);
 
     // Only stacks that ever held a significant amount are symbolized and classified: the rest
     // cannot become findings and symbolizing them all would dominate the run time.
@@ -764,7 +776,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     if (out.groups.size() > kMaxReportedGroups) out.groups.resize(kMaxReportedGroups);
 
     out.timeline = build_timeline(r, c, window_s);
-    add_python_findings(out, c, symbolizer);
+    add_python_findings(out, c, symbolizer, work_clock_of(r, window_s, c.sample_period != 0));
     add_container_findings(out, c, symbolizer);
     out.root_causes = find_root_causes(out);
     if (options.stack_profiles) build_stack_profiles(raw_stacks, c, symbolizer, judged, out);

@@ -296,6 +296,12 @@ uint64_t PythonTracker::live_cache_bytes(uint64_t cache_id, uint64_t stack_id) c
     return it == live_by_cache_stack_.end() || it->second <= 0 ? 0 : static_cast<uint64_t>(std::llround(it->second));
 }
 
+std::vector<Step> PythonTracker::on_work_axis(const std::vector<Step>& steps) const {
+    std::vector<Step> out = steps;
+    for (Step& s : out) s.t = work_at_(s.t);
+    return out;
+}
+
 PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seconds, double end_s) {
     PythonFindings out;
     // Which class objects (by address) were alive at the end: the latest class created at an
@@ -371,7 +377,7 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         // Emptied at the very end of the work (cache_clear(), an atexit handler): judged on the
         // run before, with the memory its entries held then.
         double retained = static_cast<double>(f.retained_bytes);
-        if (const auto torn = cache_teardown(steps, begin, end)) {
+        if (const auto torn = cache_teardown(on_work_axis(steps), work_at_(begin), work_at_(end))) {
             f.entries_before_teardown = static_cast<uint64_t>(steps[*torn].value);
             f.teardown_at_s = steps[*torn + 1].t;
             // Frees are timed to the trace's quantum, rounded down, and binned (retained_over_time)
@@ -393,10 +399,13 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
                                     3.0 * static_cast<double>(sample_period_) >= kMinSignificantBytes;
         double span = std::max(end - begin, 1e-6);
         f.started_at_s = begin;
-        GrowthShape shape = quarters(steps, static_cast<double>(f.entries_first), begin, end);
+        // The shape by quarters of the program's work while the cache was used, the rates per
+        // second of that time.
+        const double work_begin = work_at_(begin), work_end = work_at_(end);
+        GrowthShape shape = quarters(on_work_axis(steps), static_cast<double>(f.entries_first), work_begin, work_end);
         f.growth_entries_per_s = shape.growth / span;
         f.growth_bytes_per_s = retained / span;
-        bool late = last >= begin + span / 2;
+        bool late = work_at_(last) >= work_begin + (work_end - work_begin) / 2;
         if (f.maxsize >= 0) {
             // An LRU with a maxsize evicts: its entry count, and so its memory, has a bound
             // however many keys it is fed, even when the run ends before it fills.
@@ -486,11 +495,12 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         f.creation_stack = most_frequent(stacks);
         f.started_at_s = first;
         double span = std::max(work_end_s - first, 1e-6);
-        GrowthShape shape = quarters(steps, 0, first, work_end_s);
+        const std::vector<Step> by_work = on_work_axis(steps);
+        GrowthShape shape = quarters(by_work, 0, work_at_(first), work_at_(work_end_s));
         // A population that keeps growing never falls back: the lowest count of each quarter
         // (as of the full collections, whose garbage is counted dead since the one before)
         // rises from quarter to quarter. Classes that die, however many are made, fall back.
-        const std::vector<double> floors = quarter_floors(steps, first, work_end_s);
+        const std::vector<double> floors = quarter_floors(by_work, work_at_(first), work_at_(work_end_s));
         int rising = 0;
         for (size_t q = 1; q < floors.size(); ++q) rising += floors[q] > floors[q - 1];
         f.created_per_s = static_cast<double>(f.created) / span;

@@ -114,6 +114,9 @@ public:
         exit_ticks_ = ticks;
         work_end_ticks_ = work_end ? work_end : ticks;
     }
+    // The program's work by time (work_axis.h): a cache's entries and a class population are
+    // judged by quarters of the work, not of the clock. Unset: by the clock.
+    void set_work_clock(std::function<double(double)> work_at) { work_at_ = std::move(work_at); }
     void on_cache_create(const CacheCreateRecord& r);
     void on_cache_insert(const CacheInsertRecord& r);
     void on_cache_size(const CacheSizeRecord& r);
@@ -174,6 +177,9 @@ private:
     std::vector<ClassRecord> types_;
     std::unordered_map<uint64_t, size_t> type_by_allocation_;  // allocation seq -> types_ index
     std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;
+    std::function<double(double)> work_at_ = [](double seconds) { return seconds; };
+    // `steps` with their times read as the work done by then.
+    std::vector<Step> on_work_axis(const std::vector<Step>& steps) const;
 };
 
 // Below these a cache or a class name is never a finding.

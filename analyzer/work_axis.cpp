@@ -85,4 +85,25 @@ WorkAxis build_work_axis(const std::vector<double>& events, const std::vector<do
     return axis;
 }
 
+double WorkClock::at(double seconds) const {
+    if (before.empty() || window_s <= 0) return seconds;
+    if (seconds <= 0) return 0;
+    const double x = seconds / window_s;
+    const auto t = static_cast<size_t>(x);
+    if (t >= before.size()) return before.back() + in.back();
+    return before[t] + in[t] * (x - static_cast<double>(t));
+}
+
+WorkClock build_work_clock(const std::vector<double>& allocations, double window_s) {
+    WorkClock clock;
+    clock.window_s = window_s;
+    double done = 0;
+    for (double a : allocations) {
+        clock.before.push_back(done);
+        clock.in.push_back(a);
+        done += a;
+    }
+    return clock;
+}
+
 }  // namespace growtrace

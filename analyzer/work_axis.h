@@ -4,7 +4,8 @@
 // whatever the clock says: a stalled process, a loaded machine or a quiet hour stretches the
 // time between requests and, judged against time, makes growth look like a plateau (or a
 // plateau look like growth when the work speeds up). The classifier therefore sees the run in
-// windows that each hold about the same number of allocations of the whole program: time
+// windows that each hold about the same number of allocations of the whole program (bytes
+// allocated in a sampled trace, analysis.cpp work_per_window): time
 // windows with none join their neighbours (so a stall, or a clean-up loop that only frees,
 // takes no room), busy ones are cut into several. Times (when growth
 // started, when it plateaued) and the rate per second are still reported, read off the windows'
@@ -32,7 +33,22 @@ struct WorkAxis {
     size_t size() const { return start_s.size(); }
 };
 
-// `events[t]` and `allocations[t]` per time window t of `window_s` seconds; the program worked
+// The work done by a time (the whole program's allocations, or bytes allocated in a sampled
+// trace; analysis.cpp, work_per_window): for series that are not kept
+// per window (a cache's entry counts, a class population), the times of their points are read
+// as work done, and their quarters are quarters of the work.
+struct WorkClock {
+    double window_s = 0;
+    std::vector<double> before;  // per time window: the allocations before it
+    std::vector<double> in;      // per time window: its allocations, spread evenly over it
+    // Allocations done by `seconds`; without windows, the seconds themselves.
+    double at(double seconds) const;
+};
+
+WorkClock build_work_clock(const std::vector<double>& allocations, double window_s);
+
+// `events[t]` (the work: allocations, or in a sampled trace bytes allocated) and
+// `allocations[t]` per time window t of `window_s` seconds; the program worked
 // from time window `work_begin` to `work_end` (inclusive). The work span is cut into as many
 // windows of equal work as it has time windows with any work; windows before the span join
 // the first work window, those after it (the shutdown's collection) stay one work window each.

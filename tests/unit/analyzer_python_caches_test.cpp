@@ -435,6 +435,26 @@ TEST(PythonCaches, SampledClearRightAfterTheLastInsertionIsATeardownOfWhatItHeld
     EXPECT_GT(c.released_at_teardown_bytes, 150u * 100000u);
 }
 
+// A cache gaining an entry per request, with the program stalled for 6 of its 10 seconds (no
+// work at all): judged by the clock its entries stop rising for the middle quarters; judged by
+// the program's work, which is what fills it, they never do.
+TEST(PythonCaches, AStalledProgramsCacheIsJudgedOnItsWork) {
+    for (const bool by_work : {false, true}) {
+        PythonTracker t;
+        t.on_cache_create(cache(1, -1));
+        for (uint64_t i = 0; i < 200; ++i) {
+            const uint64_t ticks = i < 100 ? i * kSecond / 50 : 8 * kSecond + (i - 100) * kSecond / 50;
+            miss(t, 1, i + 1, ticks, i, i + 1);
+        }
+        // Work done by a time: one unit per second while it runs, none while it is stopped.
+        if (by_work) t.set_work_clock([](double s) { return s < 2 ? s : s < 8 ? 2 : s - 6; });
+        PythonFindings f = t.finish(seconds, 10.0);
+        ASSERT_EQ(f.caches.size(), 1u);
+        EXPECT_EQ(f.caches[0].unbounded, by_work) << f.caches[0].reason;
+        EXPECT_NEAR(f.caches[0].growth_entries_per_s, 20, 1) << "rates stay per second";
+    }
+}
+
 // Classes made and dropped in batches: the live count at the quarter ends may well rise, but
 // the fewest alive in each quarter do not. A population that is kept does rise.
 TEST(PythonCaches, DuplicateTypesNeedALivePopulationThatKeepsGrowing) {

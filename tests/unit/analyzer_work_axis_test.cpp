@@ -3,11 +3,14 @@
 // change.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "analyzer/analyzer.h"
 #include "analyzer/work_axis.h"
+#include "format/trace_format.h"
 #include "trace_builder.h"
 
 namespace growtrace {
@@ -129,6 +132,41 @@ TEST(WorkAxisVerdicts, AChangeOfPaceDoesNotMakeAPlateauLookLikeGrowth) {
     ASSERT_NE(cache, nullptr);
     EXPECT_EQ(cache->verdict.cls, GrowthClass::Bounded) << cache->verdict.reason;
     EXPECT_TRUE(r.findings.empty());
+}
+
+// A sampled trace (one sample per 512 KiB): each request keeps a 64 KiB block (nearly every one
+// a sample) and makes 50 short-lived 16-byte ones, a few of which are sampled, each standing
+// for some 32,000 allocations. The work must not be counted in those estimates, whose weight
+// falls on a handful of windows: the kept blocks grow with every request.
+TEST(WorkAxisVerdicts, SampledSmallBlocksDoNotBendTheWork) {
+    constexpr uint64_t kPeriod = 512 * 1024;
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+        SCOPED_TRACE(seed);
+        std::mt19937_64 rng(seed);
+        std::uniform_real_distribution<double> u(0, 1);
+        auto sampled = [&](uint64_t size) { return u(rng) < -std::expm1(-double(size) / kPeriod); };
+        TraceBuilder b;
+        b.process(4343, 0, 0, "/usr/bin/memo", std::string("memo", 4));
+        b.record(format::RecordEncoder(format::RecordKind::Sampling).varint(kPeriod));
+        b.stack_node(1, 0, 0x1000).stack_node(2, 0, 0x2000);
+        b.thread(1, 0);
+        uint64_t t = 0;
+        for (int r = 0; r < 1000; ++r) {
+            t = static_cast<uint64_t>(r) * 2 * kMs;
+            for (int i = 0; i < 50; ++i)
+                if (sampled(16)) b.alloc(t + i, 16, 0x30000000, 2).free(t + i, 0x30000000);
+            if (sampled(65536)) b.alloc(t + 60, 65536, 0x10000000 + r * 0x20000ull, 1);
+            if (r % 100 == 99) b.end_block();
+        }
+        b.end_block();
+        b.end(t + kMs, t + kMs);
+        const std::string path = temp_trace_path("sampled_memo");
+        b.write(path);
+        AnalysisResult result = analyze_trace(path);
+        const GroupReport* kept = group_of_stack(result, 1);
+        ASSERT_NE(kept, nullptr);
+        EXPECT_EQ(kept->verdict.cls, GrowthClass::Unbounded) << kept->verdict.reason;
+    }
 }
 
 }  // namespace

@@ -445,6 +445,8 @@ GrowthSeries dense_series(const StackRetention& s, const WorkAxis& axis, double 
     g.window_start_s = axis.start_s;
     g.window_end_s = axis.end_s;
     g.window_allocations = axis.allocations;
+    g.window_first_time = axis.first_time;
+    g.window_last_time = axis.last_time;
     g.births_bytes.assign(windows, 0);
     g.deaths_bytes.assign(windows, 0);
     g.survivor_bytes.assign(windows, 0);

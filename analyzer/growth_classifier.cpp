@@ -3,6 +3,7 @@
 #include "analyzer/units.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -136,6 +137,18 @@ double plateau_time(const std::vector<double>& level, double target, const Growt
     return level.empty() ? 0 : end_of(s, level.size() - 1);
 }
 
+// How many time windows with work the span draws from (its windows, on a time axis).
+size_t history_of(const GrowthSeries& s, const Span& span) {
+    if (span.last >= s.window_last_time.size() || span.first >= s.window_first_time.size()) return span.size();
+    uint32_t first = UINT32_MAX, last = 0;
+    for (size_t w = span.first; w <= span.last; ++w) {
+        if (s.window_first_time[w] == UINT32_MAX) continue;  // idle time only
+        first = std::min(first, s.window_first_time[w]);
+        last = std::max(last, s.window_last_time[w]);
+    }
+    return first == UINT32_MAX ? 0 : last - first + 1;
+}
+
 // Converts a slope per window of the span into one per second and per 1,000 allocations.
 struct Rates {
     double per_window_to_per_s = 0;
@@ -254,14 +267,16 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
     // The rates a user reads are the span's average growth, per second and per allocation; the
     // tests below compare robust slopes per window of work.
     const Rates rates = rates_over(s, span);
-    const double mean_slope = (v.retained_end - level_before(level, span.first)) / static_cast<double>(span.size());
+    v.growth_bytes = v.retained_end - level_before(level, span.first);
+    const double mean_slope = v.growth_bytes / static_cast<double>(span.size());
     v.slope_bytes_per_s = mean_slope * rates.per_window_to_per_s;
     v.bytes_per_1k_allocations = mean_slope * rates.per_window_to_per_1k_allocations;
     v.plateau_at_s = plateau_time(level, v.retained_end, s);
 
-    if (span.size() < kMinHistoryWindows) {
+    const size_t history = history_of(s, span);
+    if (history < kMinHistoryWindows) {
         v.cls = GrowthClass::Stable;
-        v.reason = fmt::format("appeared only in the last {} windows: too little history to judge", span.size());
+        v.reason = fmt::format("active in only {} windows of the run: too little history to judge", history);
         return v;
     }
 
@@ -300,7 +315,7 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
         const double c_late = std::min(1.0, late_ratio / kConfidentShare);
         const double c_survivors =
             torn_down ? 1.0 : static_cast<double>(survivor_periods) / static_cast<double>(periods);
-        const double c_history = std::min(1.0, static_cast<double>(span.size()) / kConfidentHistoryWindows);
+        const double c_history = std::min(1.0, static_cast<double>(history) / kConfidentHistoryWindows);
         v.confidence =
             std::clamp((c_quarters + c_late + c_survivors + c_history) / kUnboundedConfidenceTerms, 0.0, 1.0);
         v.reason = torn_down ? fmt::format("grew in every quarter of the run until a teardown at {:.2f} s released {}",

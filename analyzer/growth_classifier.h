@@ -37,6 +37,9 @@ struct GrowthSeries {
     // allocations in it (same length as births_bytes). Empty: windows of window_s seconds
     // each, and no rate per allocation.
     std::vector<double> window_start_s, window_end_s, window_allocations;
+    // Per window: the first and last time window with work it was cut from (work_axis.h).
+    // History is counted in time windows: one busy time window cut into many is one.
+    std::vector<uint32_t> window_first_time, window_last_time;
 };
 
 struct GrowthVerdict {
@@ -52,6 +55,7 @@ struct GrowthVerdict {
     double confidence = 0;         // 0..1
     double retained_end = 0;  // at the end of the series judged (before a teardown, if any)
     double retained_peak = 0;
+    double growth_bytes = 0;  // retained_end less the level before the group's first window
     // A teardown (a mass free at the very end of the work, e.g. a clean-up call before main
     // returns): the group was judged on its series before it. When it began (0: none) and the
     // bytes it released.

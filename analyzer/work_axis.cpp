@@ -11,11 +11,17 @@ void add_window(WorkAxis& axis, double start_s, double end_s) {
     axis.start_s.push_back(start_s);
     axis.end_s.push_back(end_s);
     axis.allocations.push_back(0);
+    axis.first_time.push_back(UINT32_MAX);
+    axis.last_time.push_back(0);
 }
 
-void give(WorkAxis& axis, size_t t, uint32_t window, double fraction, double allocations) {
+// `worked`: time window t holds work (idle ones add no history to the window they join).
+void give(WorkAxis& axis, size_t t, uint32_t window, double fraction, double allocations, bool worked = true) {
     axis.parts[t].push_back({window, fraction});
     axis.allocations[window] += allocations * fraction;
+    if (!worked) return;
+    axis.first_time[window] = std::min(axis.first_time[window], static_cast<uint32_t>(t));
+    axis.last_time[window] = std::max(axis.last_time[window], static_cast<uint32_t>(t));
 }
 
 // Cuts time window t (of `events` events, from `begin_s` to `end_s`, the work before it
@@ -28,7 +34,7 @@ void cut_time_window(WorkAxis& axis, size_t t, double events, double allocations
     };
     if (events <= 0) {
         const uint32_t w = window_at(done);
-        give(axis, t, w, 1, allocations);
+        give(axis, t, w, 1, allocations, false);
         axis.end_s[w] = std::max(axis.end_s[w], end_s);
         return;
     }
@@ -70,7 +76,7 @@ WorkAxis build_work_axis(const std::vector<double>& events, const std::vector<do
     // Each work window starts where the work before it reaches its multiple of the share.
     double done = 0;
     for (size_t k = 0; k < windows; ++k) add_window(axis, time_at(work_begin), time_at(work_begin + 1));
-    for (size_t t = 0; t < work_begin; ++t) give(axis, t, 0, 1, alloc_at(t));
+    for (size_t t = 0; t < work_begin; ++t) give(axis, t, 0, 1, alloc_at(t), false);
     for (size_t t = work_begin; t <= work_end; ++t) {
         cut_time_window(axis, t, events[t], alloc_at(t), done, share, windows, time_at(t), time_at(t + 1));
         done += events[t];

@@ -29,6 +29,9 @@ struct WorkAxis {
     std::vector<std::vector<Part>> parts;  // per time window
     std::vector<double> start_s, end_s;   // per work window
     std::vector<double> allocations;      // per work window, of the whole program
+    // Per work window: the first and last time window with work it draws from. Windows cut
+    // from one busy time window add no resolution the trace has: history is counted in these.
+    std::vector<uint32_t> first_time, last_time;
     size_t work_begin = 0, work_end = 0;  // the work windows of the work span (inclusive)
     size_t size() const { return start_s.size(); }
 };

@@ -132,6 +132,36 @@ TEST(AnalyzerClassifier, InFlightMemoryFreedAtTheEndIsNoGrowth) {
     EXPECT_NE(v.reason.find("comes and goes"), std::string::npos) << v.reason;
 }
 
+// A thread pool's results in flight during a short burst that holds most of the program's work:
+// three time windows, cut into 24 windows of equal work, whose level inside each time window is
+// only an even spread of its births. That is no history: too little to judge.
+TEST(AnalyzerClassifier, WindowsCutFromAFewBusyTimeWindowsAreNoHistory) {
+    GrowthSeries s;
+    s.window_s = 0.01;
+    const size_t n = 28;
+    s.births_bytes.assign(n, 0);
+    s.deaths_bytes.assign(n, 0);
+    s.survivor_bytes.assign(n, 0);
+    for (size_t w = 0; w < 24; ++w) {
+        s.births_bytes[w] = 4200;
+        s.window_first_time.push_back(static_cast<uint32_t>(19 + w / 8));
+        s.window_last_time.push_back(static_cast<uint32_t>(19 + w / 8));
+    }
+    for (size_t w = 24; w < n; ++w) {
+        s.window_first_time.push_back(static_cast<uint32_t>(22 + w - 24));
+        s.window_last_time.push_back(static_cast<uint32_t>(22 + w - 24));
+    }
+    s.deaths_bytes[24] = 24 * 4200;
+    s.work_begin = 0;
+    s.work_end = 24;
+    GrowthVerdict v = classify_growth(s);
+    EXPECT_EQ(v.cls, GrowthClass::Stable) << v.reason;
+    // Without the time windows behind them, the same 24 windows would be judged.
+    s.window_first_time.clear();
+    s.window_last_time.clear();
+    EXPECT_EQ(classify_growth(s).cls, GrowthClass::Unbounded);
+}
+
 // What is freed steadily, or freed and followed by more work, is no teardown.
 TEST(AnalyzerClassifier, SteadyOrEarlyFreesAreNoTeardown) {
     GrowthSeries steady = empty_series();

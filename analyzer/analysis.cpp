@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -545,6 +546,19 @@ std::vector<TimelinePoint> build_timeline(const RetentionResult& r, const Collec
     return out;
 }
 
+// What the traced heap gained while a group grew: its highest level from the group's first
+// window to the end of its active run (its teardown, if any), less its level just before.
+double heap_growth_during(const std::vector<TimelinePoint>& timeline, const GrowthVerdict& v) {
+    const double end_s = v.teardown_at_s > 0 ? v.teardown_at_s : std::numeric_limits<double>::infinity();
+    double before = 0, highest = 0;
+    for (const TimelinePoint& p : timeline) {
+        const double heap = static_cast<double>(p.heap_bytes);
+        if (p.t_s <= v.started_at_s) before = highest = heap;
+        else if (p.t_s <= end_s) highest = std::max(highest, heap);
+    }
+    return highest - before;
+}
+
 // A stack's figures before symbolization, for StackProfile.
 struct RawStackFigures {
     uint64_t stack_id = 0;
@@ -753,6 +767,7 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
         by_frames[key].stack_ids.push_back(id);
     }
 
+    out.timeline = build_timeline(r, c, window_s);
     for (auto& [key, s] : merged) {
         GroupReport g = std::move(by_frames[key]);
         g.frames = fold_interpreter_frames(g.frames);
@@ -769,7 +784,9 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
             for (uint64_t id : g.stack_ids)
                 judged[id] = Judged{growth_class_name(g.verdict.cls), g.verdict.slope_bytes_per_s, s.live_bytes,
                                     g.stack_ids.size()};
-        if (g.verdict.cls == GrowthClass::Unbounded) out.findings.push_back(std::move(g));
+        if (g.verdict.cls == GrowthClass::Unbounded)
+            g.significance = judge_significance(g.verdict, heap_growth_during(out.timeline, g.verdict));
+        if (g.verdict.cls == GrowthClass::Unbounded && g.significance.significant) out.findings.push_back(std::move(g));
         else out.groups.push_back(std::move(g));
     }
     auto by_retained = [](const GroupReport& a, const GroupReport& b) { return a.retained_bytes > b.retained_bytes; };
@@ -777,7 +794,6 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     std::sort(out.groups.begin(), out.groups.end(), by_retained);
     if (out.groups.size() > kMaxReportedGroups) out.groups.resize(kMaxReportedGroups);
 
-    out.timeline = build_timeline(r, c, window_s);
     add_python_findings(out, c, symbolizer, work_clock_of(r, window_s, c.sample_period != 0));
     add_container_findings(out, c, symbolizer);
     out.root_causes = find_root_causes(out);

@@ -21,6 +21,7 @@ struct GroupReport {
     std::vector<uint64_t> stack_ids;  // leaf stack ids merged into this group (same frames)
     std::vector<Frame> frames;        // innermost first
     GrowthVerdict verdict;
+    Significance significance;  // of an unbounded group; an insignificant one is not a finding
     // Estimates in a sampled trace (rounded), exact otherwise.
     uint64_t retained_bytes = 0;      // live at the end
     uint64_t live_allocations = 0;

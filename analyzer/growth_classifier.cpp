@@ -332,4 +332,19 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
 
 }  // namespace
 
+Significance judge_significance(const GrowthVerdict& v, double heap_growth) {
+    Significance out;
+    out.projected_bytes_per_day = std::max(0.0, v.slope_bytes_per_s) * kSecondsPerDay;
+    out.heap_growth_share = heap_growth > 0 ? std::clamp(v.growth_bytes / heap_growth, 0.0, 1.0) : 1.0;
+    out.significant = out.projected_bytes_per_day >= kSignificantBytesPerDay ||
+                      out.heap_growth_share >= kSignificantHeapGrowthShare;
+    out.reason = fmt::format("{} a day at this pace, {:.0f}% of the heap's growth while it grew{}",
+                             human_bytes(out.projected_bytes_per_day), 100 * out.heap_growth_share,
+                             out.significant ? ""
+                                             : fmt::format(": minor (a finding needs {} a day or {:.0f}% of the heap's growth)",
+                                                           human_bytes(kSignificantBytesPerDay),
+                                                           100 * kSignificantHeapGrowthShare));
+    return out;
+}
+
 }  // namespace growtrace

@@ -136,6 +136,28 @@ std::ptrdiff_t teardown_point(const std::vector<double>& t, const std::vector<do
 
 GrowthVerdict classify_growth(const GrowthSeries& series);
 
+// Whether an unbounded group is worth a user's action. A group that grows without bound but
+// would add less than kSignificantBytesPerDay in a day at the pace measured, and is less than
+// kSignificantHeapGrowthShare of what the whole heap gained while it grew, is reported among
+// the groups, not as a finding: a service restarted daily would carry less than 64 MB of it,
+// and something else explains most of its heap's growth. Either figure alone makes a finding:
+// a slow grower that is most of a heap's growth is the thing to fix, and a fast one is worth
+// fixing however much else grows beside it.
+inline constexpr double kSignificantBytesPerDay = 64e6;
+inline constexpr double kSignificantHeapGrowthShare = 0.10;
+inline constexpr double kSecondsPerDay = 86400;
+
+struct Significance {
+    double projected_bytes_per_day = 0;  // the growth per second times a day
+    double heap_growth_share = 0;        // the group's growth / the heap's, 0..1
+    bool significant = true;
+    std::string reason;  // why, in a sentence a report can print
+};
+
+// `heap_growth`: what the whole traced heap gained over the group's active run (at most
+// 0: the heap did not grow, and the group is all of its growth).
+Significance judge_significance(const GrowthVerdict& v, double heap_growth);
+
 // Theil-Sen estimator: the median of the pairwise slopes of y over x = index (per window).
 // Exposed for tests.
 double theil_sen_slope(const std::vector<double>& y);

@@ -47,6 +47,9 @@ json finding_json(const GroupReport& g) {
             {"started_at_s", g.verdict.started_at_s},
             {"confidence", g.verdict.confidence},
             {"reason", g.verdict.reason},
+            {"projected_growth_bytes_per_day", g.significance.projected_bytes_per_day},
+            {"heap_growth_share", g.significance.heap_growth_share},
+            {"significance", g.significance.reason},
             {"stack_ids", g.stack_ids},
             {"frames", frames_json(g.frames)},
             {"allocated_bytes", g.allocated_bytes},
@@ -73,6 +76,11 @@ json group_json(const GroupReport& g) {
             {"frames", frames_json(g.frames)},
             {"allocated_bytes", g.allocated_bytes},
             {"retained_series", g.retained_series}};
+    if (g.verdict.cls == GrowthClass::Unbounded) {
+        j["projected_growth_bytes_per_day"] = g.significance.projected_bytes_per_day;
+        j["heap_growth_share"] = g.significance.heap_growth_share;
+        j["significance"] = g.significance.reason;
+    }
     add_sampling_fields(j, g.samples, g.live_samples, g.retained_bytes_stderr);
     add_teardown_fields(j, g.verdict.teardown_at_s, g.verdict.released_at_teardown);
     return j;

@@ -52,6 +52,21 @@ void write_not_findings(const AnalysisResult& r, std::ostream& out) {
         out << fmt::format("not findings: {} bounded group{} hold{} {}, largest: {} {}, plateaued at {:.1f} s\n",
                            bounded, bounded == 1 ? "" : "s", bounded == 1 ? "s" : "", human_bytes(bounded_bytes),
                            human_bytes(largest->retained_bytes), short_location(*largest), largest->verdict.plateau_at_s);
+    // Growing without bound, too slowly and too small a part of the heap's growth to act on.
+    size_t minor = 0;
+    uint64_t minor_bytes = 0;
+    const GroupReport* largest_minor = nullptr;
+    for (const auto& g : r.groups) {
+        if (g.verdict.cls != GrowthClass::Unbounded) continue;
+        ++minor;
+        minor_bytes += g.retained_bytes;
+        if (!largest_minor || g.retained_bytes > largest_minor->retained_bytes) largest_minor = &g;
+    }
+    if (largest_minor)
+        out << fmt::format("minor growth: {} group{} grow{} slowly, holding {}, largest: {} {}, {}\n", minor,
+                           minor == 1 ? "" : "s", minor == 1 ? "s" : "", human_bytes(minor_bytes),
+                           human_bytes(largest_minor->retained_bytes), short_location(*largest_minor),
+                           largest_minor->significance.reason);
     // Sampled traces: groups with too few samples are not guessed at; say how many and how much.
     size_t thin = 0;
     uint64_t thin_bytes = 0;
@@ -124,6 +139,7 @@ void write_stack_finding(size_t number, const GroupReport& g, bool sampled, std:
                        bytes_figure(static_cast<double>(g.retained_bytes), g.retained_bytes_stderr, g.live_samples, sampled),
                        human_bytes(g.verdict.slope_bytes_per_s), human_bytes(g.verdict.bytes_per_1k_allocations),
                        g.verdict.started_at_s, sampled ? "about " : "", g.live_allocations, g.verdict.confidence);
+    out << fmt::format("    {}\n", g.significance.reason);
     if (g.verdict.teardown_at_s > 0)
         out << fmt::format("    released at teardown: {} freed at {:.1f} s, at the end of the work; judged on the run before\n",
                            human_bytes(g.verdict.released_at_teardown), g.verdict.teardown_at_s);

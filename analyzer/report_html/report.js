@@ -463,7 +463,8 @@ var CLASS_WHY = {
   bounded: 'grew, then stopped: a cache with a limit or a table built once',
   transient: 'came and went: the memory was given back',
   stable: 'too small or too short-lived to show a trend',
-  undetermined: 'too thinly sampled to judge'
+  undetermined: 'too thinly sampled to judge',
+  unbounded: 'grows without bound, too slowly and too small a part of the heap\u2019s growth to act on'
 };
 function sparkline(values) {
   var W = 140, H = 28, pts = seriesPoints(values);
@@ -488,7 +489,7 @@ function groupsSection() {
   groups.forEach(function (g) {
     var cls = g['class'] || 'stable';
     var kf = keyFrame(g.frames);
-    var why = (CLASS_WHY[cls] || cls) + (g.reason ? ' \u2014 ' + g.reason : '') +
+    var why = (CLASS_WHY[cls] || cls) + (g.significance ? ' \u2014 ' + g.significance : g.reason ? ' \u2014 ' + g.reason : '') +
               (cls === 'bounded' && g.plateau_at_s ? ' (plateau at ' + seconds(g.plateau_at_s) + ')' : '');
     table.appendChild(el('tr', null, [
       el('td', null, el('span', { 'class': 'tag cls-' + cls, text: cls })),

@@ -146,6 +146,14 @@ void write_stack_finding(size_t number, const GroupReport& g, bool sampled, std:
     write_frames(g.frames, out);
 }
 
+const char* relation_label(Relation relation) {
+    switch (relation) {
+        case Relation::HoldsEntries: return "its entries' memory";
+        case Relation::SameLibraryCall: return "other paths inside the library";
+        default: return "made in the same call";
+    }
+}
+
 // The evidence folded under a root cause, a line per kind of relation: the classes one by one
 // (there are few), the stacks counted, with their memory.
 void write_evidence(const RootCause& root, const AnalysisResult& r, std::ostream& out) {
@@ -162,7 +170,7 @@ void write_evidence(const RootCause& root, const AnalysisResult& r, std::ostream
         out << fmt::format("    evidence (filled in the same call): {} {} grows with it: {} -> {} entries\n", c.kind, c.name,
                            c.entries_first, c.entries_last);
     }
-    for (Relation relation : {Relation::HoldsEntries, Relation::SameCall}) {
+    for (Relation relation : {Relation::HoldsEntries, Relation::SameCall, Relation::SameLibraryCall}) {
         size_t count = 0;
         uint64_t bytes = 0;
         const GroupReport* largest = nullptr;
@@ -179,7 +187,7 @@ void write_evidence(const RootCause& root, const AnalysisResult& r, std::ostream
                        : fmt::format("the largest {} allocated in {}", human_bytes(static_cast<double>(largest->retained_bytes)),
                                      stack_place(largest->frames));
         out << fmt::format("    evidence ({}): {} growing stack{} hold{} {}, {}\n",
-                           relation == Relation::HoldsEntries ? "its entries' memory" : "made in the same call", count,
+                           relation_label(relation), count,
                            count == 1 ? "" : "s", count == 1 ? "s" : "", human_bytes(static_cast<double>(bytes)), largest_at);
     }
 }

@@ -43,18 +43,43 @@ std::vector<Frame> python_frames(const std::vector<Frame>& frames) {
     return out;
 }
 
+bool is_runtime_module(const std::string& module_path) {
+    const std::string module = path_basename(module_path);
+    return module.starts_with("libc.so") || module.starts_with("libstdc++") || module.starts_with("libgrowtrace") ||
+           module.starts_with("ld-linux");
+}
+
 // Where a stack's memory comes from, for a person: the innermost Python frame, else the
 // innermost frame outside the C library and the allocators.
 const Frame* program_frame(const std::vector<Frame>& frames) {
     for (const Frame& f : frames)
         if (is_python_frame(f)) return &f;
-    for (const Frame& f : frames) {
-        const std::string module = path_basename(f.module_path);
-        const bool runtime = module.starts_with("libc.so") || module.starts_with("libstdc++") ||
-                             module.starts_with("libgrowtrace") || module.starts_with("ld-linux");
-        if (!runtime && !f.function.empty() && f.function != "??") return &f;
-    }
+    for (const Frame& f : frames)
+        if (!is_runtime_module(f.module_path) && !f.function.empty() && f.function != "??") return &f;
     return frames.empty() ? nullptr : &frames.front();
+}
+
+// A call from the program into a native library that allocated the memory: the program's
+// innermost frame (Python, or in the executable), and the outermost frame inside it that is in
+// a library other than the C runtime and the interpreter (the function the program called).
+struct LibraryCall {
+    const Frame* caller = nullptr;
+    const Frame* entry = nullptr;
+    bool same_as(const LibraryCall& o) const { return same_frame(*caller, *o.caller) && entry->module_path == o.entry->module_path; }
+};
+
+std::optional<LibraryCall> library_call(const std::vector<Frame>& frames, const std::string& exe) {
+    auto is_program = [&](const Frame& f) { return is_python_frame(f) || (!exe.empty() && f.module_path == exe); };
+    auto is_interpreter = [&](const Frame& f) {
+        return is_program(f) || f.module_path.empty() || is_runtime_module(f.module_path) ||
+               path_basename(f.module_path).starts_with("libpython");
+    };
+    const auto caller = std::find_if(frames.begin(), frames.end(), is_program);
+    if (caller == frames.end()) return std::nullopt;
+    // From the caller inwards, past the interpreter's own frames, to the first library frame.
+    for (auto it = std::make_reverse_iterator(caller); it != frames.rend(); ++it)
+        if (!is_interpreter(*it)) return LibraryCall{&*caller, &*it};
+    return std::nullopt;
 }
 
 std::string place_of(const Frame* f) {
@@ -185,6 +210,18 @@ private:
                 return;
             }
         }
+        // Growth inside one library under one call of the program is one cause, however many
+        // internal paths of the library it takes.
+        if (const auto call = library_call(r_.findings[index].frames, r_.exe)) {
+            for (RootCause& root : roots_) {
+                if (root.root.kind != FindingKind::Stack) continue;
+                const auto root_call = library_call(r_.findings[root.root.index].frames, r_.exe);
+                if (root_call && root_call->same_as(*call)) {
+                    take(root, {FindingKind::Stack, index}, Relation::SameLibraryCall);
+                    return;
+                }
+            }
+        }
         RootCause root;
         root.root = {FindingKind::Stack, index};
         stack_taken_[index] = true;
@@ -292,7 +329,24 @@ void describe_types(RootCause& root, const TypeFinding& t) {
         t.name);
 }
 
-void describe_stack(RootCause& root, const GroupReport& g) {
+void describe_library_growth(RootCause& root, const GroupReport& g, const LibraryCall& call) {
+    const std::string library = path_basename(call.entry->module_path);
+    const size_t paths = 1 + static_cast<size_t>(std::count_if(root.members.begin(), root.members.end(), [](const RootCauseMember& m) {
+                             return m.relation == Relation::SameLibraryCall;
+                         }));
+    root.title = fmt::format("memory allocated inside {} ({}), called from {}, keeps growing", library, call.entry->function,
+                             place_of(call.caller));
+    root.summary = fmt::format("{} retained, +{}/s since {:.1f} s, through {} path{} inside {}",
+                               human_bytes(static_cast<double>(root.retained_bytes)), human_bytes(root.growth_bytes_per_s),
+                               g.verdict.started_at_s, paths, paths == 1 ? "" : "s", library);
+    root.remedy = fmt::format(
+        "{} keeps what it allocates for each call of {} from {}: release what the library hands back (a handle, a "
+        "context, a result to free), see whether it caches or registers per call and how to bound that, or call it less",
+        library, call.entry->function, place_of(call.caller));
+}
+
+void describe_stack(RootCause& root, const GroupReport& g, const std::string& exe) {
+    if (const auto call = library_call(g.frames, exe)) return describe_library_growth(root, g, *call);
     const std::string place = stack_place(g.frames);
     root.title = fmt::format("memory allocated in {} keeps growing", place);
     root.summary = fmt::format("{} retained, +{}/s since {:.1f} s, {} live allocations", human_bytes(static_cast<double>(g.retained_bytes)),
@@ -307,7 +361,7 @@ void describe(RootCause& root, const AnalysisResult& r) {
     switch (root.root.kind) {
         case FindingKind::Cache: describe_cache(root, r.cache_findings[root.root.index].cache); break;
         case FindingKind::Types: describe_types(root, r.type_findings[root.root.index].type); break;
-        case FindingKind::Stack: describe_stack(root, r.findings[root.root.index]); break;
+        case FindingKind::Stack: describe_stack(root, r.findings[root.root.index], r.exe); break;
         case FindingKind::Container: describe_container(root, r.container_findings[root.root.index]); break;
     }
 }
@@ -356,6 +410,7 @@ const char* relation_name(Relation relation) {
         case Relation::KeyClass: return "key_class";
         case Relation::HoldsEntries: return "holds_entries";
         case Relation::SameCall: return "same_call";
+        case Relation::SameLibraryCall: return "same_library_call";
     }
     return "?";
 }

@@ -2,7 +2,8 @@
 // finding. A growing cache is a root; the classes its keys keep missing on, the stacks that
 // hold its entries' memory and the classes and stacks made in the same call that fills it are
 // its evidence. A growing class name that no cache explains is a root with the stacks made in
-// the same call as its classes. A growing stack that nothing explains is its own root.
+// the same call as its classes. Growing stacks inside one native library under one call of the
+// program are one root. A growing stack that nothing explains is its own root.
 // docs/growth-classifier.md ("Root causes") gives the rules and why.
 #pragma once
 
@@ -32,6 +33,7 @@ enum class Relation {
     KeyClass,      // classes of this name are what the cache's keys keep missing on
     HoldsEntries,  // the stack's live memory was computed for the cache's missed entries
     SameCall,      // made in the same call that fills the cache or creates the root's classes
+    SameLibraryCall,  // allocated inside the same native library, under the same call of the program
 };
 
 struct RootCauseMember {

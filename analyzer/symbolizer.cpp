@@ -3,6 +3,7 @@
 #include <cxxabi.h>
 #include <elfutils/libdwfl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,6 +17,10 @@ struct Symbolizer::Module {
     bool tried_open = false;
     Dwfl* dwfl = nullptr;  // one session per module: modules of different generations may overlap
     Dwfl_Module* mod = nullptr;
+    // Its function symbols by address, read the first time a frame in it has no symbol of its
+    // own (a stripped library's internal functions): the nearest one below names the frame.
+    bool functions_read = false;
+    std::vector<std::pair<uint64_t, std::string>> functions;
 
     bool covers(uint64_t ip) const {
         for (const Segment& s : record.segments)
@@ -133,6 +138,8 @@ Frame Symbolizer::resolve(uint64_t ip, uint64_t lookup, Module* m) {
     GElf_Sym sym;
     if (const char* name = dwfl_module_addrinfo(m->mod, lookup, &offset, &sym, nullptr, nullptr, nullptr))
         f.function = demangle(name);
+    else
+        f.function = nearest_function_name(*m, ip, lookup);
     if (Dwfl_Line* line = dwfl_module_getsrc(m->mod, lookup)) {
         int lineno = 0;
         if (const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr)) {
@@ -141,6 +148,30 @@ Frame Symbolizer::resolve(uint64_t ip, uint64_t lookup, Module* m) {
         }
     }
     return f;
+}
+
+// A frame no symbol covers (a function of a stripped library that only exports its interface)
+// is named after the nearest function symbol below it, "name+0xoffset" as eu-addr2line and perf
+// write it, or after the module when none is below: never a bare "??", which would make every
+// such frame look alike.
+std::string Symbolizer::nearest_function_name(Module& m, uint64_t ip, uint64_t lookup) {
+    if (!m.functions_read) {
+        m.functions_read = true;
+        const int count = dwfl_module_getsymtab(m.mod);
+        for (int i = 1; i < count; ++i) {
+            GElf_Sym sym;
+            GElf_Addr address = 0;
+            const char* name = dwfl_module_getsym_info(m.mod, i, &sym, &address, nullptr, nullptr, nullptr);
+            if (name && *name && GELF_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_shndx != SHN_UNDEF)
+                m.functions.emplace_back(address, name);
+        }
+        std::sort(m.functions.begin(), m.functions.end());
+    }
+    auto above = std::upper_bound(m.functions.begin(), m.functions.end(), lookup,
+                                  [](uint64_t a, const auto& fn) { return a < fn.first; });
+    if (above == m.functions.begin()) return fmt::format("{}+0x{:x}", path_basename(m.record.path), ip - m.record.base);
+    const auto& [address, name] = *std::prev(above);
+    return fmt::format("{}+0x{:x}", demangle(name.c_str()), ip - address);
 }
 
 const Frame& Symbolizer::symbolize(uint64_t ip, bool return_address, uint32_t generation) {

@@ -1,7 +1,8 @@
 // Offline symbolization of native instruction pointers with libdw, from the module map
 // recorded in the trace. Runs on the machine where the trace is analysed: module files are
 // opened by the recorded path (debug info found the standard way: build-id, .debug dirs).
-// A module that cannot be opened is not an error; its frames show as "??" plus the module.
+// A module that cannot be opened is not an error; its frames show as "??" plus the module. A
+// frame in a module whose symbols do not cover it is named "nearest_function+0xoffset".
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,8 @@ namespace growtrace {
 
 struct Frame {
     uint64_t ip = 0;
-    std::string function;     // demangled; "??" if unknown, "0x..." if no module covers ip
+    std::string function;     // demangled; "symbol+0x..." after the nearest symbol below when none
+                              // covers ip; "??" if the module cannot be read; "0x..." if no module covers ip
     std::string file;         // source file, empty if unknown
     uint32_t line = 0;
     std::string module_path;  // full path, empty if no module covers ip
@@ -49,6 +51,7 @@ private:
     Module* find_module(uint64_t ip, uint32_t generation);
     bool open_module(Module& m);
     Frame resolve(uint64_t ip, uint64_t lookup, Module* m);
+    std::string nearest_function_name(Module& m, uint64_t ip, uint64_t lookup);
 
     std::vector<std::unique_ptr<Module>> modules_;
     std::unordered_map<std::string, Module*> by_identity_;

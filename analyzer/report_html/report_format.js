@@ -261,7 +261,8 @@ function findingSeries(f, timeline) {
 var RELATIONS = {
   key_class: 'classes its keys keep missing on',
   same_call: 'created by the same call',
-  holds_entries: 'memory its entries hold'
+  holds_entries: 'memory its entries hold',
+  same_library_call: 'other paths inside the same library'
 };
 function relationLabel(r) { return RELATIONS[r] || String(r || 'related').replace(/_/g, ' '); }
 // Each finding's number: its "id" (1-based position) or, from older analyzers, its position.

@@ -333,6 +333,33 @@ TEST_P(Programs, DlopenedPluginFramesAreSymbolized) {
     EXPECT_TRUE(report.finding_names("plugin_remember", "libgt_plugin.so")) << report.summary();
 }
 
+// A program growing only inside a stripped library it calls, through two internal paths: one
+// root cause, named by the program's calling frame, the library and the function it called. No
+// frame of the report is a bare "??": the library's internal frames are named after the nearest
+// symbol below them, or after the library and an offset.
+TEST_P(Programs, GrowthInsideAStrippedLibraryIsOneCauseNamedByItsCall) {
+    ScratchDir dir;
+    std::string trace_path = dir / "library.gtrace";
+    ProcessResult run = trace(dir, trace_path, {GT_PROGRAM_LIBRARY_GROWER, "2"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const nlohmann::json report = analyze_json(dir, trace_path);
+    ASSERT_EQ(report["root_causes"].size(), 1u) << report["root_causes"].dump(1);
+    const nlohmann::json& cause = report["root_causes"][0];
+    EXPECT_EQ(cause["title"], fmt::format("memory allocated inside libgt_hidden_registry.so (registry_remember), called from "
+                                          "(anonymous namespace)::handle_request(unsigned int) (library_grower.cpp:{}), keeps growing",
+                                          marker_line("library_grower.cpp", "registry_remember")));
+    ASSERT_EQ(cause["members"].size(), 1u) << cause.dump(1);
+    EXPECT_EQ(cause["members"][0]["relation"], "same_library_call");
+    size_t internal = 0;
+    for (const nlohmann::json& finding : report["findings"])
+        for (const nlohmann::json& frame : finding["frames"]) {
+            const std::string function = frame.value("function", "");
+            EXPECT_NE(function, "??") << frame.dump();
+            if (function.starts_with("libgt_hidden_registry.so+0x")) ++internal;
+        }
+    EXPECT_GE(internal, 2u) << "the library's internal frames are named after it\n" << report["findings"].dump(1).substr(0, 3000);
+}
+
 // Sampled, with one sample point per byte on average: every kept block (100 KB or more) is then
 // a sample with a probability of 1 - exp(-100000), weighted 1, so the figures are exact again
 // and check each hook's sampled path (realloc's two halves, calloc, the aligned forms...).

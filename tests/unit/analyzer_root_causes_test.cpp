@@ -237,5 +237,68 @@ TEST(RootCauses, TextLeadsWithTheRootCauseCountAndFoldsTheEvidence) {
     EXPECT_EQ(text.find("\n#3 "), std::string::npos) << text;
 }
 
+// A native program growing inside a stripped library through two internal paths, under one
+// call of the program, and through the same library under another call; an allocation the
+// program makes itself stays its own.
+AnalysisResult library_growth_result() {
+    AnalysisResult r;
+    r.exe = "/srv/bin/server";
+    auto in_library = [](std::vector<Frame> inner, const Frame& caller) {
+        inner.push_back(native("registry_remember", "/usr/lib/libregistry.so.2"));
+        inner.push_back(caller);
+        inner.push_back(native("main", "/srv/bin/server"));
+        inner.push_back(native("__libc_start_main"));
+        return inner;
+    };
+    const Frame handle{0x2000, "handle_request", "/srv/server.cpp", 21, "/srv/bin/server"};
+    const Frame reload{0x3000, "reload_config", "/srv/server.cpp", 90, "/srv/bin/server"};
+    r.findings.push_back(growing_stack(in_library({native("malloc"), native("libregistry.so.2+0x11a3", "/usr/lib/libregistry.so.2")}, handle), 70'000'000));
+    r.findings.push_back(growing_stack(in_library({native("calloc"), native("libregistry.so.2+0x1145", "/usr/lib/libregistry.so.2")}, handle), 40'000'000));
+    r.findings.push_back(growing_stack(in_library({native("malloc"), native("libregistry.so.2+0x1145", "/usr/lib/libregistry.so.2")}, reload), 3'000'000));
+    r.findings.push_back(growing_stack({native("malloc"), handle, native("main", "/srv/bin/server")}, 2'000'000));
+    return r;
+}
+
+TEST(RootCauses, GrowthInsideOneLibraryUnderOneCallIsOneCauseNamedByTheCallAndTheLibrary) {
+    const AnalysisResult r = library_growth_result();
+    const std::vector<RootCause> roots = find_root_causes(r);
+    ASSERT_EQ(roots.size(), 3u);
+    EXPECT_EQ(roots[0].root, (FindingRef{FindingKind::Stack, 0}));
+    ASSERT_EQ(roots[0].members.size(), 1u);
+    EXPECT_EQ(roots[0].members[0].finding, (FindingRef{FindingKind::Stack, 1}));
+    EXPECT_EQ(roots[0].members[0].relation, Relation::SameLibraryCall);
+    EXPECT_EQ(roots[0].retained_bytes, 110'000'000u);
+    EXPECT_EQ(roots[0].title,
+              "memory allocated inside libregistry.so.2 (registry_remember), called from handle_request (server.cpp:21), keeps growing");
+    EXPECT_NE(roots[0].summary.find("through 2 paths inside libregistry.so.2"), std::string::npos) << roots[0].summary;
+    // The same library under another call of the program, and the program's own allocation.
+    EXPECT_EQ(roots[1].root, (FindingRef{FindingKind::Stack, 2}));
+    EXPECT_NE(roots[1].title.find("called from reload_config"), std::string::npos) << roots[1].title;
+    EXPECT_EQ(roots[2].root, (FindingRef{FindingKind::Stack, 3}));
+    EXPECT_EQ(roots[2].title, "memory allocated in handle_request (server.cpp:21) keeps growing");
+}
+
+TEST(RootCauses, InterpreterFramesAreNoLibraryCall) {
+    // A Python program's growth in its own code runs through libpython and libc only: nothing
+    // folds, whatever the lines.
+    AnalysisResult r;
+    r.exe = "/usr/bin/python3.11";
+    const Frame eval = native("_PyEval_EvalFrameDefault", "/usr/lib/libpython3.11.so.1.0");
+    r.findings.push_back(growing_stack({native("malloc"), eval, py("remember", "/srv/a.py", 3), py("main", "/srv/a.py", 9)}, 5'000'000));
+    r.findings.push_back(growing_stack({native("malloc"), eval, py("remember", "/srv/a.py", 4), py("main", "/srv/a.py", 9)}, 4'000'000));
+    EXPECT_EQ(find_root_causes(r).size(), 2u);
+}
+
+TEST(RootCauses, TextNamesTheLibrarysOtherPathsAsEvidence) {
+    AnalysisResult r = library_growth_result();
+    r.command = "server";
+    r.root_causes = find_root_causes(r);
+    std::ostringstream out;
+    write_text_report(r, out);
+    EXPECT_NE(out.str().find("evidence (other paths inside the library): 1 growing stack holds 40.0 MB"), std::string::npos) << out.str();
+    const nlohmann::json j = report_json(r);
+    EXPECT_EQ(j["root_causes"][0]["members"][0]["relation"], "same_library_call");
+}
+
 }  // namespace
 }  // namespace growtrace

@@ -35,6 +35,9 @@ namespace {
 // or unloads a library is traced as under `growtrace run`.
 const char* const kHookNames[] = {GT_ALL_HOOK_NAMES};
 constexpr int kHookCount = sizeof kHookNames / sizeof kHookNames[0];
+// The allocation functions come first in kHookNames; only they are redirected inside libc too.
+const char* const kAllocationHookNames[] = {GT_ALLOCATION_HOOKS(GT_NAME_OF_HOOK)};
+constexpr int kAllocationHookCount = sizeof kAllocationHookNames / sizeof kAllocationHookNames[0];
 
 GotTarget g_targets[kHookCount];
 unsigned long g_self_base = 0;
@@ -55,7 +58,7 @@ bool find_own_hooks() {
         void* own = dlsym(handle, kHookNames[i]);
         Dl_info where;
         if (!own || !dladdr(own, &where) || where.dli_fbase != self.dli_fbase) return false;
-        g_targets[i] = {kHookNames[i], own};
+        g_targets[i] = {kHookNames[i], own, i < kAllocationHookCount};
     }
     g_self_base = reinterpret_cast<unsigned long>(self.dli_fbase);
     snprintf(g_library, sizeof g_library, "%s", self.dli_fname);

@@ -47,13 +47,18 @@ const char* base_name(const char* path) {
     return slash ? slash + 1 : path;
 }
 
-// libc's own calls to malloc are internal (not through its GOT) and the loader has its own
-// minimal allocator before libc is up: neither table is ours to touch. The vDSO has no GOT.
+// The loader allocates through pointers it set at start-up (__rtld_malloc), not its GOT, and
+// the vDSO has no GOT: neither table is ours to touch.
 bool never_patch(const char* path) {
     const char* name = base_name(path);
-    return strncmp(name, "libc.so", 7) == 0 || strncmp(name, "ld-linux", 8) == 0 || strncmp(name, "ld.so", 5) == 0 ||
+    return strncmp(name, "ld-linux", 8) == 0 || strncmp(name, "ld.so", 5) == 0 ||
            strncmp(name, "linux-vdso", 10) == 0 || strncmp(name, "linux-gate", 10) == 0;
 }
+
+// libc's GOT holds malloc, free, calloc and realloc (glibc 2.36: GLOB_DAT and JUMP_SLOT), which
+// its own code calls through; its other slots (none of fork, exit or exec's in 2.36) stay: a
+// process hook reached from inside libc would see libc's internal calls as the program's.
+bool is_libc(const char* path) { return strncmp(base_name(path), "libc.so", 7) == 0; }
 
 int find_object(unsigned long base, uint64_t name_hash) {
     for (int i = 0; i < g_object_count; ++i)
@@ -103,6 +108,7 @@ struct PatchScan {
     unsigned long self_base;
     int patched;
     bool full;
+    bool libc;  // the object being patched is libc: only targets marked in_libc
 };
 
 struct DynamicInfo {
@@ -161,6 +167,7 @@ void patch_table(const dl_phdr_info* info, const DynamicInfo& dyn, const ElfW(Re
         if (sym == 0) continue;
         const char* name = dyn.strtab + dyn.symtab[sym].st_name;
         for (int t = 0; t < scan.count; ++t) {
+            if (scan.libc && !scan.targets[t].in_libc) continue;
             if (name[0] != scan.targets[t].name[0] || strcmp(name, scan.targets[t].name) != 0) continue;
             auto** slot = reinterpret_cast<void**>(info->dlpi_addr + table[i].r_offset);
             void* current = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
@@ -197,6 +204,7 @@ int patch_object(dl_phdr_info* info, size_t, void* arg) {
     if (info->dlpi_addr == scan.self_base || (info->dlpi_name && never_patch(info->dlpi_name))) return 0;
     DynamicInfo dyn;
     if (!read_dynamic(info, dyn)) return 0;
+    scan.libc = info->dlpi_name && is_libc(info->dlpi_name);
     Relro relro = relro_of(info);
     patch_table(info, dyn, dyn.jmprel, dyn.jmprel_size, relro, object, scan);
     patch_table(info, dyn, dyn.rela, dyn.rela_size, relro, object, scan);
@@ -253,7 +261,7 @@ void got_patcher_child_after_fork() { pthread_mutex_init(&g_mutex, nullptr); }
 
 int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base) {
     if (count > kMaxTargets) count = kMaxTargets;
-    PatchScan scan{targets, count, {}, self_base, 0, false};
+    PatchScan scan{targets, count, {}, self_base, 0, false, false};
     for (int t = 0; t < count; ++t) scan.global[t] = dlsym(RTLD_DEFAULT, targets[t].name);
     pthread_mutex_lock(&g_mutex);
     unsigned long long counters[2] = {0, 0};

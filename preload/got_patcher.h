@@ -19,10 +19,14 @@ namespace growtrace::preload {
 struct GotTarget {
     const char* name;   // symbol named by the relocation
     void* replacement;  // what the slot gets
+    // Also in libc's own GOT: glibc calls malloc, free, calloc and realloc through its GOT
+    // (so that a replacement allocator serves libc too: strdup, fopen, getline...), and a
+    // slot there is what makes those allocations visible while attached.
+    bool in_libc = false;
 };
 
-// Patches every loaded object not yet patched (skipping `self_base`'s object, libc and the
-// dynamic loader). Cheap when no object was loaded since the last call. Returns the number
+// Patches every loaded object not yet patched (skipping `self_base`'s object and the dynamic
+// loader; in libc only the targets marked in_libc). Cheap when no object was loaded since the last call. Returns the number
 // of slots patched by this call, or -1 if the table of patched slots is full.
 int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base);
 

@@ -517,6 +517,48 @@ TEST_P(AttachOpenAI, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFi
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, AttachOpenAI, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
+// While attached, what libc allocates for the program (strdup, asprintf, getline...) is seen as
+// under `growtrace run`: libc calls malloc & co through its own GOT, which the attach redirects
+// too (test_programs/native/libc_internal.cpp keeps such blocks every tick).
+TEST(AttachLibc, AllocationsMadeInsideLibcAreSeen) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_LIBC_INTERNAL, "30"});
+    ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
+    const std::string trace = dir / "libc.gtrace";
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--full", "-o", trace, "--duration", "3"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    ASSERT_TRUE(service.alive()) << service.how_it_ended();
+    size_t printed = service.lines().size();
+    ASSERT_TRUE(service.wait_for_lines(printed + 3)) << service.err();
+    service.stop();
+    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) kept \d+ check \d+)"));
+    EXPECT_EQ(service.err(), "");
+
+    nlohmann::json json = analyze_json(dir, trace);
+    Report report(json);
+    auto own = report.stack_in("keep_own");
+    ASSERT_TRUE(own) << report.summary();
+    ASSERT_GE(own->live_count, 10u);
+    // Each tick: 4 strdup'ed lines of 2000 bytes, 2 asprintf'ed ones, 2 getline'd ones, kept.
+    auto strdups = report.stack_in("keep_strdups");
+    ASSERT_TRUE(strdups) << "strdup's allocations are not seen while attached\n" << report.summary();
+    EXPECT_EQ(strdups->live_count, 4 * own->live_count);
+    EXPECT_EQ(strdups->live_bytes, 4 * 2000 * own->live_count);
+    auto asprintfs = report.stack_in("keep_asprintfs");
+    ASSERT_TRUE(asprintfs) << report.summary();
+    EXPECT_EQ(asprintfs->live_count, 2 * own->live_count);
+    auto getlines = report.stack_in("keep_getlines");
+    ASSERT_TRUE(getlines) << report.summary();
+    EXPECT_GE(getlines->live_count, 2 * own->live_count);
+    // getline grows a block the program allocated: its free inside libc is seen, so no
+    // allocation is freed unseen; the program's frees of strdup'ed blocks from before the
+    // attach match nothing and count nowhere.
+    EXPECT_TRUE(json["ledger"].value("balanced", false)) << json["ledger"].dump();
+    EXPECT_EQ(json["ledger"]["tracer"]["inferred_frees"], 0) << json["ledger"].dump();
+    EXPECT_GE(json["ledger"]["tracer"]["untraced_frees"].get<int>(), 10) << json["ledger"].dump();
+    EXPECT_EQ(report.total("unmatched_frees"), 0u);
+}
+
 void expect_error(const ProcessResult& r, const std::string& text) {
     EXPECT_EQ(r.exit_code, 2) << r.describe();
     EXPECT_EQ(r.out, "");

@@ -11,8 +11,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -558,6 +561,85 @@ TEST(AttachLibc, AllocationsMadeInsideLibcAreSeen) {
     EXPECT_GE(json["ledger"]["tracer"]["untraced_frees"].get<int>(), 10) << json["ledger"].dump();
     EXPECT_EQ(report.total("unmatched_frees"), 0u);
 }
+
+// What a failed attach must leave as it found: the files mapped, the descriptors and the
+// threads of the process.
+struct ProcessState {
+    std::set<std::string> mapped_files;
+    size_t anonymous_mappings = 0;
+    std::map<std::string, std::string> descriptors;  // fd -> what it is
+    size_t threads = 0;
+};
+
+ProcessState state_of(pid_t pid) {
+    ProcessState state;
+    const std::string proc = "/proc/" + std::to_string(pid);
+    std::ifstream maps(proc + "/maps");
+    for (std::string line; std::getline(maps, line);) {
+        size_t slash = line.find('/');
+        if (slash != std::string::npos) state.mapped_files.insert(line.substr(slash));
+        else if (line.find('[') == std::string::npos) ++state.anonymous_mappings;
+    }
+    std::error_code ec;
+    for (const auto& fd : std::filesystem::directory_iterator(proc + "/fd", ec))
+        state.descriptors[fd.path().filename()] = std::filesystem::read_symlink(fd.path(), ec).string();
+    for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator(proc + "/task", ec)) ++state.threads;
+    return state;
+}
+
+std::string describe(const ProcessState& s) {
+    std::string text = fmt::format("{} threads, {} anonymous mappings, descriptors:", s.threads, s.anonymous_mappings);
+    for (const auto& [fd, what] : s.descriptors) text += " " + fd + "=" + what;
+    text += "\nfiles mapped:";
+    for (const auto& file : s.mapped_files) text += "\n  " + file;
+    return text;
+}
+
+// A start that fails once the trace began (its file open, its writer thread running), or while
+// redirecting (more call sites than the table holds), leaves the process as it was: the library
+// unloaded, no GOT slot changed, no thread or descriptor left, no trace file; the program runs
+// on. The failure is made on purpose by GROWTRACE_TEST_ATTACH_FAIL in the program's environment.
+class AttachFailure : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AttachFailure, LeavesTheProcessAsItWas) {
+    ScratchDir dir;
+    // Two more threads allocate every 10 ms while gdb works (and the GOT would be patched).
+    Service service(dir, {"env", "GROWTRACE_TEST_ATTACH_FAIL=" + GetParam(), GT_PROGRAM_LONG_RUNNING, "30", "2"});
+    ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
+    ProcessState before = state_of(service.pid());
+    const std::string trace = dir / "failed.gtrace";
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--full", "-o", trace});
+    EXPECT_EQ(r.exit_code, 2) << r.describe() << "\n" << r.err;
+    EXPECT_NE(r.err.find("what attach loaded was unloaded and process " + std::to_string(service.pid()) +
+                         " runs on as it was"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(trace));
+
+    ASSERT_TRUE(service.alive()) << service.how_it_ended();
+    ProcessState after = state_of(service.pid());
+    for (const std::string& file : after.mapped_files)
+        EXPECT_EQ(file.find("libgrowtrace"), std::string::npos) << "still mapped: " << file;
+    EXPECT_EQ(after.mapped_files, before.mapped_files) << "before: " << describe(before) << "\nafter: " << describe(after);
+    EXPECT_EQ(after.descriptors, before.descriptors) << "before: " << describe(before) << "\nafter: " << describe(after);
+    EXPECT_EQ(after.threads, before.threads) << "before: " << describe(before) << "\nafter: " << describe(after);
+    // Left mapped, unreferenced: glibc's cache of the ended writer thread's stack (its guard
+    // page and stack: 2 mappings, reused for the program's next thread) and the tracer's tables
+    // (at most 2; docs/attach.md).
+    EXPECT_LE(after.anonymous_mappings, before.anonymous_mappings + 4)
+        << "before: " << describe(before) << "\nafter: " << describe(after);
+
+    // Runs on, its calls to malloc & co going where they did (a slot left pointing into the
+    // unloaded library would crash it at its next allocation).
+    size_t printed = service.lines().size();
+    ASSERT_TRUE(service.wait_for_lines(printed + 5)) << service.how_it_ended();
+    EXPECT_TRUE(service.alive()) << service.how_it_ended();
+    service.stop();
+    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+ check \d+)"));
+    EXPECT_EQ(service.err(), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, AttachFailure, ::testing::Values("begin", "patch"));
 
 void expect_error(const ProcessResult& r, const std::string& text) {
     EXPECT_EQ(r.exit_code, 2) << r.describe();

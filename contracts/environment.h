@@ -37,6 +37,8 @@ inline constexpr char kPreload[] = "GROWTRACE_PRELOAD";
 inline constexpr char kPyagentDir[] = "GROWTRACE_PYAGENT_DIR";
 inline constexpr char kGdbLog[] = "GROWTRACE_GDB_LOG";
 inline constexpr char kTestCrash[] = "GROWTRACE_TEST_CRASH";
+// Set by the tests in a process they attach to (read by the library, preload/attach.cpp).
+inline constexpr char kTestAttachFail[] = "GROWTRACE_TEST_ATTACH_FAIL";
 // The scripts of tools/ and the Python tests.
 inline constexpr char kBuildDir[] = "GROWTRACE_BUILD_DIR";
 inline constexpr char kTestPip[] = "GROWTRACE_TEST_PIP";
@@ -95,6 +97,8 @@ inline constexpr Variable kVariables[] = {
      "growtrace attach / detach", false},
     {kTestCrash, "start|exception|run-wait: the command crashes there on purpose", "tests",
      "growtrace (crash_report.cpp)", false},
+    {kTestAttachFail, "begin|patch: growtrace attach fails there on purpose in the process that has it", "tests",
+     "preload (attach.cpp)", false},
     {kBuildDir, "build directory (default build/)", "the user", "tools/*.sh, pyagent/tests", false},
     {kTestPip, "1: tools/test.sh also runs the pip installs (label pip, ten minutes each)", "the user",
      "tools/test.sh", false},

@@ -29,6 +29,7 @@ inline constexpr int kOtherAllocator = -2;    // malloc is not the one the hooks
 inline constexpr int kStartFailed = -3;       // the trace could not start (the process's stderr says why)
 inline constexpr int kNoCallSites = -4;       // no allocation call site found to redirect
 inline constexpr int kOwnHooksMissing = -5;   // the library cannot find its own hooks
+inline constexpr int kTooManyCallSites = -6;  // more call sites than the table of patched slots holds (none patched)
 
 // growtrace_attach_stop: >= 0 is the number of call sites restored; otherwise this.
 inline constexpr int kNotAttached = -1;

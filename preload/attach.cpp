@@ -35,6 +35,9 @@ namespace {
 // or unloads a library is traced as under `growtrace run`.
 const char* const kHookNames[] = {GT_ALL_HOOK_NAMES};
 constexpr int kHookCount = sizeof kHookNames / sizeof kHookNames[0];
+// The allocation functions come first in kHookNames; only they are redirected inside libc too.
+const char* const kAllocationHookNames[] = {GT_ALLOCATION_HOOKS(GT_NAME_OF_HOOK)};
+constexpr int kAllocationHookCount = sizeof kAllocationHookNames / sizeof kAllocationHookNames[0];
 
 GotTarget g_targets[kHookCount];
 unsigned long g_self_base = 0;
@@ -54,9 +57,13 @@ bool find_own_hooks() {
     for (int i = 0; i < kHookCount; ++i) {
         void* own = dlsym(handle, kHookNames[i]);
         Dl_info where;
-        if (!own || !dladdr(own, &where) || where.dli_fbase != self.dli_fbase) return false;
-        g_targets[i] = {kHookNames[i], own};
+        if (!own || !dladdr(own, &where) || where.dli_fbase != self.dli_fbase) {
+            dlclose(handle);
+            return false;
+        }
+        g_targets[i] = {kHookNames[i], own, i < kAllocationHookCount};
     }
+    dlclose(handle);  // the lookup's reference: only gdb's load keeps the library
     g_self_base = reinterpret_cast<unsigned long>(self.dli_fbase);
     snprintf(g_library, sizeof g_library, "%s", self.dli_fname);
     return true;
@@ -171,21 +178,48 @@ using namespace growtrace::preload;
 namespace attach_status = growtrace::attach_status;
 
 namespace {
+// For the tests: $GROWTRACE_TEST_ATTACH_FAIL in the process's environment makes the start fail
+// on purpose once the trace has begun ("begin": its file open, its writer thread running) or
+// while redirecting ("patch": more call sites than the table holds).
+bool test_failure_at(const char* step) {
+    const char* wanted = getenv(growtrace::environment::kTestAttachFail);
+    return wanted && strcmp(wanted, step) == 0;
+}
+
+// A start that fails after the trace began undoes it: no slot was written (the GOT is patched
+// all or nothing), the trace ends, its writer thread is waited for until the kernel no longer
+// counts it, and its file is removed. Then nothing of the library runs, is pointed to or holds
+// a descriptor, and `growtrace attach` unloads it (dlclose): the process is as it was.
+void abandon_begun_trace(const char* output, bool first) {
+    got_restore_all();
+    g_session.end();
+    if (!writer_wait_until_ended(5000)) log_line("attach: the writer thread did not end");
+    unlink(output);
+    if (first) g_session.release_capture();
+}
+
 int attach_start(const char* output, uint64_t sample_bytes) {
     RecursionGuard guard;
     pthread_mutex_lock(&g_attach_mutex);
+    // The first trace of this process sets up stack capture; if it fails, that is undone too.
+    bool first = !g_session.capture_ready();
     int rc;
     if (tracer_active() || g_attached.load()) rc = attach_status::kAlreadyTracing;
     else if (!find_own_hooks()) rc = attach_status::kOwnHooksMissing;
     else if (!forwards_to_program_allocator()) rc = attach_status::kOtherAllocator;
-    else if (!output || !*output || !g_session.begin(SessionOrigin::Attached, output, sample_bytes))
+    else if (!output || !*output || !g_session.begin(SessionOrigin::Attached, output, sample_bytes)) {
+        if (first) g_session.release_capture();
         rc = attach_status::kStartFailed;
-    else {
-        rc = got_patch_loaded(g_targets, kHookCount, g_self_base);
+    } else if (test_failure_at("begin")) {
+        abandon_begun_trace(output, first);
+        rc = attach_status::kStartFailed;
+    } else {
+        got_patcher_limit_slots_for_test(test_failure_at("patch") ? 3 : 0);
+        rc = got_patch_loaded(g_targets, kHookCount, g_self_base, true);
+        got_patcher_limit_slots_for_test(0);
         if (rc <= 0) {
-            got_restore_all();
-            g_session.end();
-            rc = attach_status::kNoCallSites;
+            abandon_begun_trace(output, first);
+            rc = rc < 0 ? attach_status::kTooManyCallSites : attach_status::kNoCallSites;
         } else {
             register_process_handlers();
             snprintf(g_output, sizeof g_output, "%s", output);

@@ -1,8 +1,10 @@
 // Attach mode: libgrowtrace.so dlopen'ed into a running process by `growtrace attach` (through
 // gdb) instead of preloaded. The library then stays idle until growtrace_attach_start() and
-// goes idle again at growtrace_attach_stop(); it is never unloaded (threads may still be inside
-// a hook). The functions are exported with C linkage for the debugger to call; their failure
-// codes are named in contracts/status_codes.h (attach_status):
+// goes idle again at growtrace_attach_stop(); once it has redirected anything it is never
+// unloaded (threads may still be inside a hook). A start that fails has redirected nothing and
+// leaves nothing running or open, so `growtrace attach` unloads it (dlclose). The functions are
+// exported with C linkage for the debugger to call; their failure codes are named in
+// contracts/status_codes.h (attach_status):
 //
 //   int growtrace_attach_start(const char* output)
 //       > 0  tracing to `output` (which must not exist yet); the number of GOT slots redirected
@@ -13,6 +15,7 @@
 //       kStartFailed      the trace could not be started (the reason is logged to stderr)
 //       kNoCallSites      no allocation call site found to redirect
 //       kOwnHooksMissing  the library cannot find its own hooks
+//       kTooManyCallSites more call sites than the table of patched slots holds (none patched)
 //   int growtrace_attach_start_sampled(const char* output, unsigned long long sample_bytes)
 //       the same, sampling allocations with a mean of `sample_bytes` bytes between samples
 //       (0: every allocation; preload/sampler.h)

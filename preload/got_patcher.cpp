@@ -35,6 +35,7 @@ int g_object_count = 0;
 Slot g_slots[kMaxSlots];
 int g_slot_count = 0;
 unsigned long long g_last_adds = ~0ull, g_last_subs = ~0ull;
+int g_slot_limit = kMaxSlots;  // lowered by got_patcher_limit_slots_for_test
 
 uint64_t hash_name(const char* s) {
     uint64_t h = 1469598103934665603ull;
@@ -47,13 +48,18 @@ const char* base_name(const char* path) {
     return slash ? slash + 1 : path;
 }
 
-// libc's own calls to malloc are internal (not through its GOT) and the loader has its own
-// minimal allocator before libc is up: neither table is ours to touch. The vDSO has no GOT.
+// The loader allocates through pointers it set at start-up (__rtld_malloc), not its GOT, and
+// the vDSO has no GOT: neither table is ours to touch.
 bool never_patch(const char* path) {
     const char* name = base_name(path);
-    return strncmp(name, "libc.so", 7) == 0 || strncmp(name, "ld-linux", 8) == 0 || strncmp(name, "ld.so", 5) == 0 ||
+    return strncmp(name, "ld-linux", 8) == 0 || strncmp(name, "ld.so", 5) == 0 ||
            strncmp(name, "linux-vdso", 10) == 0 || strncmp(name, "linux-gate", 10) == 0;
 }
+
+// libc's GOT holds malloc, free, calloc and realloc (glibc 2.36: GLOB_DAT and JUMP_SLOT), which
+// its own code calls through; its other slots (none of fork, exit or exec's in 2.36) stay: a
+// process hook reached from inside libc would see libc's internal calls as the program's.
+bool is_libc(const char* path) { return strncmp(base_name(path), "libc.so", 7) == 0; }
 
 int find_object(unsigned long base, uint64_t name_hash) {
     for (int i = 0; i < g_object_count; ++i)
@@ -103,6 +109,7 @@ struct PatchScan {
     unsigned long self_base;
     int patched;
     bool full;
+    bool libc;  // the object being patched is libc: only targets marked in_libc
 };
 
 struct DynamicInfo {
@@ -151,7 +158,7 @@ bool inside_object(const dl_phdr_info* info, const void* p) {
 }
 
 void patch_table(const dl_phdr_info* info, const DynamicInfo& dyn, const ElfW(Rela)* table, size_t bytes,
-                 const Relro& relro, int object, PatchScan& scan) {
+                 int object, PatchScan& scan) {
     if (!table) return;
     size_t n = bytes / sizeof(ElfW(Rela));
     for (size_t i = 0; i < n; ++i) {
@@ -161,17 +168,18 @@ void patch_table(const dl_phdr_info* info, const DynamicInfo& dyn, const ElfW(Re
         if (sym == 0) continue;
         const char* name = dyn.strtab + dyn.symtab[sym].st_name;
         for (int t = 0; t < scan.count; ++t) {
+            if (scan.libc && !scan.targets[t].in_libc) continue;
             if (name[0] != scan.targets[t].name[0] || strcmp(name, scan.targets[t].name) != 0) continue;
             auto** slot = reinterpret_cast<void**>(info->dlpi_addr + table[i].r_offset);
             void* current = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
             if (current == scan.targets[t].replacement) break;
             if (current != scan.global[t] && !inside_object(info, current)) break;  // bound elsewhere
-            if (g_slot_count == kMaxSlots) {
+            if (g_slot_count == g_slot_limit) {
                 scan.full = true;
                 return;
             }
+            // Only noted here: the slots are written once the whole scan fits (commit_object).
             g_slots[g_slot_count++] = {slot, current, scan.targets[t].replacement, object};
-            store_slot(slot, scan.targets[t].replacement, relro);
             ++scan.patched;
             break;
         }
@@ -197,9 +205,25 @@ int patch_object(dl_phdr_info* info, size_t, void* arg) {
     if (info->dlpi_addr == scan.self_base || (info->dlpi_name && never_patch(info->dlpi_name))) return 0;
     DynamicInfo dyn;
     if (!read_dynamic(info, dyn)) return 0;
+    scan.libc = info->dlpi_name && is_libc(info->dlpi_name);
+    patch_table(info, dyn, dyn.jmprel, dyn.jmprel_size, object, scan);
+    patch_table(info, dyn, dyn.rela, dyn.rela_size, object, scan);
+    return 0;
+}
+
+// Writes the slots noted by this scan (from `first` on) of the objects still loaded: under the
+// loader's lock again, since an object may have been unloaded since it was scanned.
+struct CommitScan {
+    int first;
+};
+
+int commit_object(dl_phdr_info* info, size_t, void* arg) {
+    const auto& scan = *static_cast<CommitScan*>(arg);
+    int object = find_object(info->dlpi_addr, hash_name(info->dlpi_name));
+    if (object < 0) return 0;
     Relro relro = relro_of(info);
-    patch_table(info, dyn, dyn.jmprel, dyn.jmprel_size, relro, object, scan);
-    patch_table(info, dyn, dyn.rela, dyn.rela_size, relro, object, scan);
+    for (int i = scan.first; i < g_slot_count; ++i)
+        if (g_slots[i].object == object) store_slot(g_slots[i].address, g_slots[i].replacement, relro);
     return 0;
 }
 
@@ -251,9 +275,9 @@ int restore_object(dl_phdr_info* info, size_t, void* arg) {
 
 void got_patcher_child_after_fork() { pthread_mutex_init(&g_mutex, nullptr); }
 
-int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base) {
+int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base, bool all_or_nothing) {
     if (count > kMaxTargets) count = kMaxTargets;
-    PatchScan scan{targets, count, {}, self_base, 0, false};
+    PatchScan scan{targets, count, {}, self_base, 0, false, false};
     for (int t = 0; t < count; ++t) scan.global[t] = dlsym(RTLD_DEFAULT, targets[t].name);
     pthread_mutex_lock(&g_mutex);
     unsigned long long counters[2] = {0, 0};
@@ -263,10 +287,24 @@ int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_bas
         return 0;
     }
     for (int i = 0; i < g_object_count; ++i) g_objects[i].seen = false;
+    int first = g_slot_count;
     dl_iterate_phdr(patch_object, &scan);
+    if (scan.full && all_or_nothing) {
+        g_slot_count = first;  // nothing written
+        scan.patched = 0;
+    } else {
+        CommitScan commit{first};
+        dl_iterate_phdr(commit_object, &commit);
+    }
     drop_unseen_objects();
     pthread_mutex_unlock(&g_mutex);
     return scan.full ? -1 : scan.patched;
+}
+
+void got_patcher_limit_slots_for_test(int limit) {
+    pthread_mutex_lock(&g_mutex);
+    g_slot_limit = limit > 0 && limit < kMaxSlots ? limit : kMaxSlots;
+    pthread_mutex_unlock(&g_mutex);
 }
 
 int got_restore_all() {

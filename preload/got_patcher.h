@@ -19,12 +19,23 @@ namespace growtrace::preload {
 struct GotTarget {
     const char* name;   // symbol named by the relocation
     void* replacement;  // what the slot gets
+    // Also in libc's own GOT: glibc calls malloc, free, calloc and realloc through its GOT
+    // (so that a replacement allocator serves libc too: strdup, fopen, getline...), and a
+    // slot there is what makes those allocations visible while attached.
+    bool in_libc = false;
 };
 
-// Patches every loaded object not yet patched (skipping `self_base`'s object, libc and the
-// dynamic loader). Cheap when no object was loaded since the last call. Returns the number
-// of slots patched by this call, or -1 if the table of patched slots is full.
-int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base);
+// Patches every loaded object not yet patched (skipping `self_base`'s object and the dynamic
+// loader; in libc only the targets marked in_libc). Cheap when no object was loaded since the
+// last call. The slots are found first and written only after the scan: with `all_or_nothing`,
+// a scan that does not fit the table writes none (an attach that fails changes nothing);
+// otherwise those that fit are written. Returns the number of slots patched by this call, or
+// -1 if the table of patched slots is full.
+int got_patch_loaded(const GotTarget* targets, int count, unsigned long self_base, bool all_or_nothing = false);
+
+// For the tests (GROWTRACE_TEST_ATTACH_FAIL=patch): the table holds at most `limit` slots
+// (0: its real size), so that a scan does not fit.
+void got_patcher_limit_slots_for_test(int limit);
 
 // Puts back the original value of every slot still holding its replacement, in objects still
 // loaded, and forgets them all. Returns the number of slots restored.

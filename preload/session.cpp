@@ -126,12 +126,23 @@ void configure_sampling(uint64_t sample_bytes) {
 bool TraceSession::init_capture() {
     if (capture_ready_) return true;
     python::prepare();
-    if (!unwinder_init() || !tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()}) ||
-        !thread_registry_init())
-        return false;
-    pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
+    if (!unwinder_init()) return false;
+    if (!tree_ready_) tree_ready_ = tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()});
+    if (!tree_ready_ || !thread_registry_init()) return false;
+    if (!fork_handlers_) pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
+    fork_handlers_ = true;
     capture_ready_ = true;
     return true;
+}
+
+// What would call into this library once it is unloaded: the thread key's destructor and
+// libunwind's slots redirected to us. (The fork handlers go with the library: dlclose
+// unregisters them.) The tree stays mapped: a later begin, if the library stays, reuses it.
+void TraceSession::release_capture() {
+    if (!capture_ready_) return;
+    thread_registry_release();
+    unwinder_release();
+    capture_ready_ = false;
 }
 
 void TraceSession::reset_parts(SessionOrigin origin) {

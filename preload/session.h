@@ -41,6 +41,11 @@ public:
     bool begin(SessionOrigin origin, const char* output = nullptr, uint64_t sample_bytes = 0);
     // Flushes and closes the trace (End record). Safe to call when none runs.
     void end();
+    // Whether stacks can be captured (done once per process, at the first begin).
+    bool capture_ready() const { return capture_ready_; }
+    // After an attach whose start failed, the first in this process: undoes what the first
+    // begin set up that would call into the library once gdb unloads it (preload/attach.cpp).
+    void release_capture();
     // Stops tracing because the tracer cannot go on (disk full, file removed...); logs why.
     void fail(const char* why);
 
@@ -84,6 +89,8 @@ private:
     char next_launchers_[kMaxLaunchers] = "";
     int pid_ = 0;
     bool capture_ready_ = false;  // once per process: libunwind, the tree, the thread key, atfork
+    bool tree_ready_ = false;
+    bool fork_handlers_ = false;
 };
 
 // Constant-initialised: the library constructor may run before this file's dynamic initialisers,

@@ -116,6 +116,9 @@ ThreadState* new_thread_state() {
 
 bool thread_registry_init() { return pthread_key_create(&g_thread_key, on_thread_exit) == 0; }
 
+// No destructor of ours runs for the key after this (glibc skips deleted keys' values).
+void thread_registry_release() { pthread_key_delete(g_thread_key); }
+
 uint64_t thread_registry_collect(const CollectSink& sink) {
     uint64_t lost = 0;
     pthread_mutex_lock(&g_registry_mutex);

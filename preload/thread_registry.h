@@ -124,6 +124,8 @@ inline ThreadState* lock_my_state() {
 
 // Once per process: the key whose destructor retires a thread's state.
 bool thread_registry_init();
+// Deletes the key thread_registry_init() created: before the library is unloaded.
+void thread_registry_release();
 
 // What the writer learns of each thread state when it collects their buffers.
 struct CollectSink {

@@ -112,6 +112,8 @@ int find_self(dl_phdr_info* info, size_t, void* data) {
 }
 }  // namespace
 
+static void* g_libunwind = nullptr;  // our handle of libunwind.so.8
+
 bool unwinder_init() {
     void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
@@ -123,8 +125,10 @@ bool unwinder_init() {
     auto* address_space = static_cast<void**>(dlsym(lib, "_ULx86_64_local_addr_space"));
     if (!g_backtrace) {
         log_line("libunwind.so.8 has no unw_backtrace; tracing disabled");
+        dlclose(lib);
         return false;
     }
+    g_libunwind = lib;
     // Before libunwind initialises (below), when it makes its pipe.
     redirect_unwinder_descriptors(reinterpret_cast<void*>(g_backtrace));
     // Per-thread caching would keep unwinding free of libunwind's global cache lock, which
@@ -133,6 +137,16 @@ bool unwinder_init() {
     if (set_policy && address_space) set_policy(*address_space, 2);
     dl_iterate_phdr(find_self, reinterpret_cast<void*>(&unwinder_init));
     return true;
+}
+
+void unwinder_release() {
+    if (!g_libunwind) return;
+    void* inside = reinterpret_cast<void*>(g_backtrace);
+    for (const char* name : {"pipe2", "read", "close", "syscall"})
+        if (void* libc_definition = dlsym(g_libunwind, name)) got_redirect_in_object(inside, name, libc_definition);
+    g_backtrace = nullptr;
+    dlclose(g_libunwind);
+    g_libunwind = nullptr;
 }
 
 namespace {

@@ -13,6 +13,9 @@ inline constexpr int kMaxFrames = 128;
 
 // Loads libunwind; false (with a message) if it cannot be found.
 bool unwinder_init();
+// Before the library is unloaded: libunwind's descriptor calls go back to libc's, and our
+// handle of it is closed (it is unloaded too unless the program uses it).
+void unwinder_release();
 
 // Fills ips with return addresses, innermost first, skipping the tracer's own frames.
 // Returns the number of frames stored. `in_progress` is the calling thread's count of

@@ -434,6 +434,17 @@ void writer_flush(bool final) {
     pool_stop_waiting();
 }
 
+bool writer_wait_until_ended(int timeout_ms) {
+    pthread_mutex_lock(&g_wake_mutex);
+    timespec limit = after_ms(timeout_ms);
+    while (g_thread_running)
+        if (pthread_cond_timedwait(&g_left, &g_wake_mutex, &limit) == ETIMEDOUT) break;
+    bool left = !g_thread_running;
+    pthread_mutex_unlock(&g_wake_mutex);
+    if (left) wait_until_gone(g_thread_tid.load());
+    return left;
+}
+
 void writer_prepare_fork() {
     pthread_mutex_lock(&g_cycle_mutex);
     module_map_prepare_fork();

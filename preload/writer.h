@@ -38,6 +38,10 @@ void writer_note_main_thread_ended();
 // Gather and write everything now, from the calling thread. `final` adds the End record and
 // closes the file. Safe to call from any thread; serialised with the writer thread.
 void writer_flush(bool final);
+// After a final flush: waits until the writer thread has ended and the kernel no longer counts
+// it, at most about `timeout_ms` (then false). Only for an attach that failed: its library is
+// about to be unloaded.
+bool writer_wait_until_ended(int timeout_ms);
 // Before an exec: every event recorded so far is written, with the ledger as it stands.
 void writer_flush_before_exec();
 

@@ -93,7 +93,7 @@ int run_attach(const AttachOptions& o) {
     auto injected = inject(o.pid, library, output, *sample_bytes);
     if (auto* why = std::get_if<std::string>(&injected)) return error(*why);
     Started started = std::get<Started>(injected);
-    if (started.sites <= 0) return error(describe_start_failure(started.sites, o.pid));
+    if (started.sites <= 0) return error(describe_start_failure(started, o.pid));
     double attach_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (started.waits > 0)
         note(fmt::format("process {} was inside its allocator: let it run until it left ({} time{})", o.pid,

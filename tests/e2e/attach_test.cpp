@@ -11,8 +11,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -516,6 +519,127 @@ TEST_P(AttachOpenAI, OpenAIReproductionAttachedAfterStartUpGivesTheCacheGrowthFi
 }
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, AttachOpenAI, ::testing::ValuesIn(pythons_under_test()), python_test_name);
+
+// While attached, what libc allocates for the program (strdup, asprintf, getline...) is seen as
+// under `growtrace run`: libc calls malloc & co through its own GOT, which the attach redirects
+// too (test_programs/native/libc_internal.cpp keeps such blocks every tick).
+TEST(AttachLibc, AllocationsMadeInsideLibcAreSeen) {
+    ScratchDir dir;
+    Service service(dir, {GT_PROGRAM_LIBC_INTERNAL, "30"});
+    ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
+    const std::string trace = dir / "libc.gtrace";
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--full", "-o", trace, "--duration", "3"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.err;
+    ASSERT_TRUE(service.alive()) << service.how_it_ended();
+    size_t printed = service.lines().size();
+    ASSERT_TRUE(service.wait_for_lines(printed + 3)) << service.err();
+    service.stop();
+    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) kept \d+ check \d+)"));
+    EXPECT_EQ(service.err(), "");
+
+    nlohmann::json json = analyze_json(dir, trace);
+    Report report(json);
+    auto own = report.stack_in("keep_own");
+    ASSERT_TRUE(own) << report.summary();
+    ASSERT_GE(own->live_count, 10u);
+    // Each tick: 4 strdup'ed lines of 2000 bytes, 2 asprintf'ed ones, 2 getline'd ones, kept.
+    auto strdups = report.stack_in("keep_strdups");
+    ASSERT_TRUE(strdups) << "strdup's allocations are not seen while attached\n" << report.summary();
+    EXPECT_EQ(strdups->live_count, 4 * own->live_count);
+    EXPECT_EQ(strdups->live_bytes, 4 * 2000 * own->live_count);
+    auto asprintfs = report.stack_in("keep_asprintfs");
+    ASSERT_TRUE(asprintfs) << report.summary();
+    EXPECT_EQ(asprintfs->live_count, 2 * own->live_count);
+    auto getlines = report.stack_in("keep_getlines");
+    ASSERT_TRUE(getlines) << report.summary();
+    EXPECT_GE(getlines->live_count, 2 * own->live_count);
+    // getline grows a block the program allocated: its free inside libc is seen, so no
+    // allocation is freed unseen; the program's frees of strdup'ed blocks from before the
+    // attach match nothing and count nowhere.
+    EXPECT_TRUE(json["ledger"].value("balanced", false)) << json["ledger"].dump();
+    EXPECT_EQ(json["ledger"]["tracer"]["inferred_frees"], 0) << json["ledger"].dump();
+    EXPECT_GE(json["ledger"]["tracer"]["untraced_frees"].get<int>(), 10) << json["ledger"].dump();
+    EXPECT_EQ(report.total("unmatched_frees"), 0u);
+}
+
+// What a failed attach must leave as it found: the files mapped, the descriptors and the
+// threads of the process.
+struct ProcessState {
+    std::set<std::string> mapped_files;
+    size_t anonymous_mappings = 0;
+    std::map<std::string, std::string> descriptors;  // fd -> what it is
+    size_t threads = 0;
+};
+
+ProcessState state_of(pid_t pid) {
+    ProcessState state;
+    const std::string proc = "/proc/" + std::to_string(pid);
+    std::ifstream maps(proc + "/maps");
+    for (std::string line; std::getline(maps, line);) {
+        size_t slash = line.find('/');
+        if (slash != std::string::npos) state.mapped_files.insert(line.substr(slash));
+        else if (line.find('[') == std::string::npos) ++state.anonymous_mappings;
+    }
+    std::error_code ec;
+    for (const auto& fd : std::filesystem::directory_iterator(proc + "/fd", ec))
+        state.descriptors[fd.path().filename()] = std::filesystem::read_symlink(fd.path(), ec).string();
+    for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator(proc + "/task", ec)) ++state.threads;
+    return state;
+}
+
+std::string describe(const ProcessState& s) {
+    std::string text = fmt::format("{} threads, {} anonymous mappings, descriptors:", s.threads, s.anonymous_mappings);
+    for (const auto& [fd, what] : s.descriptors) text += " " + fd + "=" + what;
+    text += "\nfiles mapped:";
+    for (const auto& file : s.mapped_files) text += "\n  " + file;
+    return text;
+}
+
+// A start that fails once the trace began (its file open, its writer thread running), or while
+// redirecting (more call sites than the table holds), leaves the process as it was: the library
+// unloaded, no GOT slot changed, no thread or descriptor left, no trace file; the program runs
+// on. The failure is made on purpose by GROWTRACE_TEST_ATTACH_FAIL in the program's environment.
+class AttachFailure : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(AttachFailure, LeavesTheProcessAsItWas) {
+    ScratchDir dir;
+    // Two more threads allocate every 10 ms while gdb works (and the GOT would be patched).
+    Service service(dir, {"env", "GROWTRACE_TEST_ATTACH_FAIL=" + GetParam(), GT_PROGRAM_LONG_RUNNING, "30", "2"});
+    ASSERT_TRUE(service.wait_for_lines(5)) << service.err();
+    ProcessState before = state_of(service.pid());
+    const std::string trace = dir / "failed.gtrace";
+    ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--full", "-o", trace});
+    EXPECT_EQ(r.exit_code, 2) << r.describe() << "\n" << r.err;
+    EXPECT_NE(r.err.find("what attach loaded was unloaded and process " + std::to_string(service.pid()) +
+                         " runs on as it was"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(trace));
+
+    ASSERT_TRUE(service.alive()) << service.how_it_ended();
+    ProcessState after = state_of(service.pid());
+    for (const std::string& file : after.mapped_files)
+        EXPECT_EQ(file.find("libgrowtrace"), std::string::npos) << "still mapped: " << file;
+    EXPECT_EQ(after.mapped_files, before.mapped_files) << "before: " << describe(before) << "\nafter: " << describe(after);
+    EXPECT_EQ(after.descriptors, before.descriptors) << "before: " << describe(before) << "\nafter: " << describe(after);
+    EXPECT_EQ(after.threads, before.threads) << "before: " << describe(before) << "\nafter: " << describe(after);
+    // Left mapped, unreferenced: glibc's cache of the ended writer thread's stack (its guard
+    // page and stack: 2 mappings, reused for the program's next thread) and the tracer's tables
+    // (at most 2; docs/attach.md).
+    EXPECT_LE(after.anonymous_mappings, before.anonymous_mappings + 4)
+        << "before: " << describe(before) << "\nafter: " << describe(after);
+
+    // Runs on, its calls to malloc & co going where they did (a slot left pointing into the
+    // unloaded library would crash it at its next allocation).
+    size_t printed = service.lines().size();
+    ASSERT_TRUE(service.wait_for_lines(printed + 5)) << service.how_it_ended();
+    EXPECT_TRUE(service.alive()) << service.how_it_ended();
+    service.stop();
+    expect_ticks_in_order(service.lines(), std::regex(R"(tick (\d+) sessions \d+ check \d+)"));
+    EXPECT_EQ(service.err(), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, AttachFailure, ::testing::Values("begin", "patch"));
 
 void expect_error(const ProcessResult& r, const std::string& text) {
     EXPECT_EQ(r.exit_code, 2) << r.describe();

@@ -18,9 +18,12 @@
 # all back after each call): if it cannot, a call would run and leave the thread with the
 # call's registers, so nothing is called ("growtrace-failed registers ...").
 #
-# CALLS: (name, expressions, required) for each call: the expressions are tried in turn (the
-# next one only when gdb does not know a symbol of the previous); a 0 result of a required call
-# stops the calls after it; an expression cast to (char*) gives text, read from the process.
+# CALLS: (name, expressions, required, after_failed) for each call: the expressions are tried
+# in turn (the next one only when gdb does not know a symbol of the previous); a 0 result of a
+# required call stops the calls after it; an expression cast to (char*) gives text, read from
+# the process. Each result is kept in gdb's $gt_NAME for the expressions of later calls. A call
+# with after_failed (the name of an earlier call) runs only if that call answered <= 0, and only
+# while no thread is stopped inside libgrowtrace (it undoes the load: dlclose).
 import gdb, os, signal, threading, time
 def _gt_say(*words):
     print("growtrace-" + " ".join(str(w).replace("\n", " ") for w in words), flush=True)
@@ -81,7 +84,7 @@ def _gt_registers_writable():
         _gt_say("failed", "registers", e)
         return False
     return True
-def _gt_call(name, expressions, required):
+def _gt_call(name, expressions, required, results):
     for expression in expressions:
         _gt_say("calling", name)
         try:
@@ -95,11 +98,34 @@ def _gt_call(name, expressions, required):
                 continue
             _gt_say("failed", name, e)
             return False
+        results[name] = value
+        gdb.set_convenience_variable("gt_" + name, value)
         _gt_say("result", name, value)
         return value != 0 or not required
     return False
+def _gt_thread_inside(library):
+    chosen = gdb.selected_thread()
+    try:
+        for thread in gdb.selected_inferior().threads():
+            thread.switch()
+            frame, depth = gdb.newest_frame(), 0
+            while frame is not None and depth < 96:
+                if library in (gdb.solib_name(frame.pc()) or ""):
+                    return "thread %d is inside %s" % (thread.num, frame.name() or "??")
+                frame, depth = frame.older(), depth + 1
+        return None
+    finally:
+        chosen.switch()
 def _gt_main(wait_seconds, calls):
+    results = {}
     if _gt_select(time.monotonic() + wait_seconds) and _gt_registers_writable():
-        for name, expressions, required in calls:
-            if not _gt_call(name, expressions, required):
+        for name, expressions, required, after_failed in calls:
+            if after_failed:
+                if after_failed not in results or results[after_failed] > 0:
+                    continue
+                inside = _gt_thread_inside("libgrowtrace")
+                if inside:
+                    _gt_say("failed", name, inside)
+                    break
+            if not _gt_call(name, expressions, required, results):
                 break

@@ -42,7 +42,8 @@ std::string gdb_script(const std::vector<GdbCall>& calls) {
     for (const GdbCall& call : calls) {
         list += "(" + python_string(call.name) + ", [";
         for (const std::string& e : call.expressions) list += python_string(e) + ", ";
-        list += std::string("], ") + (call.required ? "True" : "False") + "), ";
+        list += std::string("], ") + (call.required ? "True" : "False") + ", " +
+                (call.after_failed.empty() ? std::string("None") : python_string(call.after_failed)) + "), ";
     }
     list += "]";
     return std::string(assets::kGdbScript) + fmt::format("_gt_main({}, {})\n", kWaitSeconds, list);
@@ -83,6 +84,10 @@ GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string&
                                      "-iex", "set debuginfod enabled off", "-iex", "set auto-load off",
                                      "-iex", "set print thread-events off", "-ex", "set confirm off",
                                      "-ex", "set unwindonsignal on", "-ex", "handle all nostop noprint pass",
+                                     // No symbols of what the calls load: gdb 13 puts internal
+                                     // breakpoints into a library it has symbols of, and
+                                     // crashes when a call unloads it (a failed attach does).
+                                     "-ex", "set auto-solib-add off",
                                      "-ex", gdb_python_command(calls), "-ex", "detach"};
     std::optional<std::string> gdb = find_in_path("gdb");
     std::vector<std::string> env = gdb_environment();

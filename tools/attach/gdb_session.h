@@ -25,11 +25,14 @@ inline constexpr int kGdbGraceSeconds = 10;
 
 // A call for the script: its name, the expressions to try in turn (the next one only when gdb
 // does not know a symbol of the previous), and whether a 0 result stops the calls after it.
-// An expression cast to (char*) gives text, read from the process.
+// An expression cast to (char*) gives text, read from the process; $gt_NAME in an expression is
+// the result of the earlier call NAME. With `after_failed`, the call runs only if the call of
+// that name answered <= 0 and no thread is stopped inside libgrowtrace (an undo: dlclose).
 struct GdbCall {
     std::string name;
     std::vector<std::string> expressions;
     bool required = true;
+    std::string after_failed;
 };
 
 struct GdbResult : GdbReport {

@@ -28,7 +28,25 @@ std::string c_string_literal(const std::string& s) {
     return out + "\"";
 }
 
+// A call of `function` of the library just loaded, found with dlsym in gdb's $gt_load (gdb
+// reads no symbols of libraries loaded while it is attached: gdb_session.cpp).
+std::vector<std::string> loaded_function(const std::string& type, const std::string& function,
+                                         const std::string& arguments) {
+    std::vector<std::string> calls;
+    for (const char* lookup : {"dlsym", "__libc_dlsym"})
+        calls.push_back(fmt::format("(long)(({})((void*){}((void*)$gt_load, \"{}\")))({})", type, lookup, function,
+                                    arguments));
+    return calls;
+}
+
 }  // namespace
+
+std::string describe_start_failure(const Started& started, int pid) {
+    std::string why = describe_start_failure(started.sites, pid);
+    if (started.unloaded) return why + fmt::format("; what attach loaded was unloaded and process {} runs on as it was", pid);
+    return why + fmt::format("; the tracer could not be unloaded ({}): it stays loaded in process {}, idle, with nothing "
+                             "redirected", started.unload_failure, pid);
+}
 
 std::string describe_start_failure(long rc, int pid) {
     switch (rc) {
@@ -37,6 +55,7 @@ std::string describe_start_failure(long rc, int pid) {
         case attach_status::kStartFailed: return fmt::format("the tracer could not start in process {} (its stderr says why)", pid);
         case attach_status::kNoCallSites: return fmt::format("no call to malloc & co found to redirect in process {}", pid);
         case attach_status::kOwnHooksMissing: return fmt::format("the tracer library loaded into process {} cannot find its own hooks", pid);
+        case attach_status::kTooManyCallSites: return fmt::format("process {} has more calls to malloc & co than the tracer can redirect; none was redirected", pid);
         default: return fmt::format("the tracer in process {} failed to start (code {})", pid, rc);
     }
 }
@@ -50,18 +69,35 @@ std::variant<Started, std::string> inject(int pid, const std::string& library, c
     std::vector<GdbCall> calls = {
         {"load",
          {fmt::format("(long)dlopen({}, {})", c_string_literal(library), RTLD_NOW),
-          fmt::format("(long)__libc_dlopen_mode({}, {:#x})", c_string_literal(library), kLibcDlopenFlags)}},
+          fmt::format("(long)__libc_dlopen_mode({}, {:#x})", c_string_literal(library), kLibcDlopenFlags)},
+         true, ""},
         {"python",
-         {agent.empty() ? std::string("(int)0")
-                        : fmt::format("(int)growtrace_attach_python({}, {})", c_string_literal(agent + "/startup"),
-                                      c_string_literal(python_agent_extension(agent)))},
-         false},
-        {"start", {fmt::format("(int)growtrace_attach_start_sampled({}, {}ULL)", c_string_literal(output), sample_bytes)},
-         false}};
+         agent.empty() ? std::vector<std::string>{"(int)0"}
+                       : loaded_function("int(*)(const char*, const char*)", "growtrace_attach_python",
+                                         fmt::format("{}, {}", c_string_literal(agent + "/startup"),
+                                                     c_string_literal(python_agent_extension(agent)))),
+         false, ""},
+        {"start",
+         loaded_function("int(*)(const char*, unsigned long long)", "growtrace_attach_start_sampled",
+                         fmt::format("{}, {}ULL", c_string_literal(output), sample_bytes)),
+         false, ""},
+        // A start that failed left nothing running, pointed to or open (preload/attach.cpp):
+        // what was loaded is unloaded, with the call that loaded it.
+        {"unload", {"(int)dlclose((void*)$gt_load)", "(int)__libc_dlclose((void*)$gt_load)"}, false, "start"}};
     GdbResult r = run_gdb(pid, calls, "loading the tracer");
     if (std::string trouble = gdb_trouble(r, pid); !trouble.empty()) return trouble;
-    if (r.results.contains("start"))
-        return Started{r.results["start"], r.results.contains("python") ? r.results["python"] : attach_status::kAgentNotCalled, r.waits};
+    if (r.results.contains("start")) {
+        Started started{r.results["start"], r.results.contains("python") ? r.results["python"] : attach_status::kAgentNotCalled,
+                        r.waits, false, ""};
+        if (started.sites <= 0) {
+            started.unloaded = r.results.contains("unload") && r.results["unload"] == 0;
+            if (!started.unloaded)
+                started.unload_failure = r.failed_call == "unload"      ? r.failure
+                                         : r.results.contains("unload") ? "dlclose failed"
+                                                                        : "gdb did not get to it";
+        }
+        return started;
+    }
     if (r.results.contains("load") && r.results["load"] == 0)
         return fmt::format("the dynamic loader of process {} refused {}", pid, library);
     std::string complaint = r.complaint();
@@ -69,7 +105,7 @@ std::variant<Started, std::string> inject(int pid, const std::string& library, c
 }
 
 std::variant<Stopped, std::string> stop(int pid) {
-    GdbResult r = run_gdb(pid, {{"trace", {"(char*)growtrace_attach_output()"}, false}, {"stop", {"(int)growtrace_attach_stop()"}, false}},
+    GdbResult r = run_gdb(pid, {{"trace", {"(char*)growtrace_attach_output()"}, false, ""}, {"stop", {"(int)growtrace_attach_stop()"}, false, ""}},
                           "stopping the tracer");
     if (std::string trouble = gdb_trouble(r, pid); !trouble.empty()) return trouble;
     if (r.results.contains("stop")) {

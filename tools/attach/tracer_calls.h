@@ -17,6 +17,9 @@ struct Started {
     long sites = 0;   // redirected call sites, or an attach_status code of growtrace_attach_start
     long python = 0;  // growtrace_attach_python: a CPython version code, kNoPython, or < 0 an error
     int waits = 0;    // times gdb let the program run to get out of its allocator first
+    // A failed start (sites <= 0): whether the library was unloaded again, else why not.
+    bool unloaded = false;
+    std::string unload_failure;
 };
 
 // Loads the library and starts tracing to `output`, and the CPython agent where there is one.
@@ -26,6 +29,8 @@ std::variant<Started, std::string> inject(int pid, const std::string& library, c
 
 // What a failed start (Started::sites <= 0) means, for an error message.
 std::string describe_start_failure(long rc, int pid);
+// The same, and whether the library was unloaded.
+std::string describe_start_failure(const Started& started, int pid);
 
 struct Stopped {
     long sites = 0;     // restored call sites

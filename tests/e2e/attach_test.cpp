@@ -370,8 +370,8 @@ void expect_attach_growth_findings(const nlohmann::json& json, const std::string
 class AttachPython : public ::testing::TestWithParam<PythonUnderTest> {};
 
 // Two attaches in turn to one Python service: each trace holds the growth made while it was
-// attached, the agent (seen by the program only as one gc.callbacks entry) comes and goes with
-// each, and the program's own cache keeps working throughout.
+// attached, the agent comes and goes with each without the program seeing it in gc.callbacks,
+// and the program's own cache keeps working throughout.
 TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
     const PythonUnderTest& py = GetParam();
     GT_SKIP_UNLESS_INSTALLED(py, false);
@@ -401,7 +401,7 @@ TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
         if (callbacks_runs.empty() || callbacks_runs.back() != ticks[i].gc_callbacks)
             callbacks_runs.push_back(ticks[i].gc_callbacks);
     }
-    EXPECT_EQ(callbacks_runs, (std::vector<unsigned>{0, 1, 0, 1, 0}));
+    EXPECT_EQ(callbacks_runs, (std::vector<unsigned>{0}));
 }
 
 // A module-level dict keyed on request ids that grows while attached: the agent's walks run in

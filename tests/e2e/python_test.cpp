@@ -538,9 +538,9 @@ TEST_P(PythonVersions, TracedProgramKeepsAliveWhatItWouldUntraced) {
     EXPECT_EQ(traced.out, untraced.out);
 }
 
-// The agent keeps one callback in gc.callbacks. A program that calls what it finds there by
-// hand, removes what it did not add and empties the list works and prints as it does untraced;
-// the collection at the shutdown mark is reported all the same.
+// A program that calls what it finds in gc.callbacks by hand (nothing: the agent's callback is
+// not there), removes what it did not add and empties the list works and prints as it does
+// untraced; the collection at the shutdown mark is reported all the same.
 TEST_P(PythonVersions, ProgramManagingGcCallbacksWorksTheSame) {
     const PythonUnderTest& py = GetParam();
     GT_SKIP_UNLESS_INSTALLED(py, false);

@@ -8,16 +8,18 @@
 #    functools._lru_cache_wrapper stays the real C type (isinstance checks keep working);
 #  - registers the caches that already exist (typing's, when a .pth imported it early);
 #  - resolves the names a cache is bound to when it first misses;
-#  - adds the gc callback that reports full collections and, unless the preload library hooks
-#    PyType_Ready itself (shared-libpython builds), new classes;
+#  - puts the gc callback that reports full collections and, unless the preload library hooks
+#    PyType_Ready itself (shared-libpython builds), new classes, in the collector's own list,
+#    out of the program's sight (gc.callbacks shows the program's entries only);
 #  - re-announces live caches in a forked child (it writes a trace of its own).
 # Attached to a running process (`growtrace attach`, attached=True) it instead probes the
 # caches that exist (their function is swapped for a probe in place), catches new ones at the
 # wrapper type's constructor, names them from every loaded module, and returns `detach`, which
 # undoes all of it.
-# Nothing here may run the program's code or change what the program observes, apart
-# from `functools.lru_cache` being an equivalent function object, one gc.callbacks entry, and
-# one full collection (gc.collect()) at the start of shutdown when the collector is enabled.
+# Nothing here may run the program's code (the program's gc callbacks are called only where
+# the collector would call them, on its behalf) or change what the program observes, apart
+# from `functools.lru_cache` being an equivalent function object and one full collection
+# (gc.collect()) at the start of shutdown when the collector is enabled.
 
 # The flag values of pyagent/include/growtrace_py_api.h, which
 # tests/unit/contracts_test.cpp holds these to.
@@ -225,7 +227,7 @@ def install(ext, log_path, agent_path, api=0, attached=False):
             register(wrapper, probe, cache_dict, user_function, maxsize, typed)
 
         ext.hook_new_caches(real_wrapper, on_new_cache, on_first_miss)
-        gc.callbacks.append(ext.gc_callback)
+        ext.take_gc_callbacks(gc)  # the program's gc.callbacks stay as they were (see below)
 
         def detach():
             # Everything install() changed, put back; under the GIL, called by the library.
@@ -235,10 +237,7 @@ def install(ext, log_path, agent_path, api=0, attached=False):
             if scans_types:
                 ext.type_scan_final()
                 atexit.unregister(ext.type_scan_final)
-            try:
-                gc.callbacks.remove(ext.gc_callback)
-            except ValueError:
-                pass  # the program emptied gc.callbacks
+            ext.give_back_gc_callbacks(gc)
             atexit.unregister(ext.process_exiting)
             if walk is not None:
                 atexit.unregister(final_walk)
@@ -264,9 +263,12 @@ def install(ext, log_path, agent_path, api=0, attached=False):
     patched.__dict__.update(original.__dict__)
     functools.lru_cache = patched
 
-    # Reports full collections (and, with scans_types, new classes). A program that empties
-    # gc.callbacks only loses those reports; the collection at the shutdown mark reports itself.
-    gc.callbacks.append(ext.gc_callback)
+    # Reports full collections (and, with scans_types, new classes) from the collector's own
+    # list of callbacks, which the program no longer sees: gc.callbacks is bound to a list of
+    # the program's entries that the agent's callback calls after its work, as the collector
+    # would (_growtrace_agent.c, "gc.callbacks, unchanged as the program sees it"). So a
+    # program sees the gc.callbacks it would untraced, and cannot remove the agent's callback.
+    ext.take_gc_callbacks(gc)
 
     def after_fork_in_child():
         if not active:

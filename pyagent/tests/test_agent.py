@@ -262,6 +262,7 @@ def test_agent_is_invisible(extension, python, user_site, tmp_path):
     assert report["traceback_files"] == [str(program)]
     assert report["cache_info"] == [0, 1, None, 0]
     assert report["lru_cache_name"] == ["lru_cache", "lru_cache", "functools"]
+    assert report["gc_callbacks"] == 0  # the agent's callback is in the collector's own list
     if user_site:
         assert report["user_site_ran"] == "1"
         assert report["sitecustomize"] == str(tmp_path / "user_site" / "sitecustomize.py")
@@ -340,10 +341,79 @@ def test_attached_agent_probes_existing_and_new_caches_and_detach_undoes_it(exte
     assert "Probe" in state["during"]
     assert "Probe" not in state["after"] and "function" in state["after"]
     before, attached, after = state["callbacks"]
-    assert after == before and attached in (before, before + 1)
+    assert after == before == attached
     assert state["square"] == [0, 3, None, 3]  # hits, misses, maxsize, currsize
     assert state["cube"] == [0, 2, 8, 2]
     assert state["results"] == [4, 16, 27, 125]
+
+
+DETACH_DURING_CALLBACK = '''
+import gc, json, os, sys, threading, time
+
+collector_list = gc.callbacks
+calls = []
+detach_in_callback, in_callback, detached = threading.Event(), threading.Event(), threading.Event()
+
+def slow(phase, info):
+    calls.append(phase)
+    if phase == "start" and detach_in_callback.is_set():
+        detach_in_callback.clear()
+        in_callback.set()
+        detached.wait(60)  # gives up the GIL: the detach runs meanwhile
+
+gc.callbacks.append(slow)
+loader_file = os.path.join(sys.argv[1], "growtrace-loader.py")
+loader = {}
+exec(compile(open(loader_file, "rb").read(), loader_file, "exec"), loader)
+ext, agent = loader["load"](sys.argv[2], os.path.join(sys.argv[1], "growtrace-agent.py"))
+detach = agent.install(ext, sys.argv[3], sys.argv[2], attached=True)
+state = {"attached": [[c.__name__ for c in gc.callbacks], gc.callbacks is collector_list,
+                      gc.is_tracked(collector_list)]}
+calls.clear()
+gc.collect()
+state["calls_attached"] = list(calls)
+calls.clear()
+detach_in_callback.set()
+in_thread = []
+def detach_now():
+    in_callback.wait(60)
+    detach()
+    in_thread.append(gc.callbacks is collector_list)
+    detached.set()
+thread = threading.Thread(target=detach_now)
+thread.start()
+gc.collect()  # the detach comes while `slow` waits at this collection's start
+thread.join()
+state["calls_detaching"] = list(calls)
+state["given_back_at_once"] = in_thread
+for _ in range(100):  # the pending call that gives the list back runs in the eval loop
+    pass
+calls.clear()
+gc.collect()
+state["after"] = [[c.__name__ for c in gc.callbacks], gc.callbacks is collector_list,
+                  gc.is_tracked(collector_list), list(calls)]
+print(json.dumps(state))
+'''
+
+
+# Attached, the agent's callback is not in gc.callbacks; the program's are called once a phase
+# through it. A detach while one of them has given up the GIL gives the collector's list back
+# only after that collection is done with the agent's callback, each called once all the same.
+@pytest.mark.parametrize("python", PYTHONS)
+def test_attached_agent_leaves_gc_callbacks_as_they_were(extension, python, tmp_path):
+    program = tmp_path / "detach_during_callback.py"
+    program.write_text(DETACH_DURING_CALLBACK)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "GROWTRACE_"))}
+    proc = subprocess.run([python, str(program), str(STARTUP), extension, str(tmp_path / "log.jsonl")], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    state = json.loads(proc.stdout)
+    assert state["attached"] == [["slow"], False, False]
+    assert state["calls_attached"] == ["start", "stop"]
+    assert state["calls_detaching"] == ["start", "stop"]
+    assert state["given_back_at_once"] == [False]
+    assert state["after"] == [["slow"], True, True, ["start", "stop"]]
 
 
 ELEMENT_PATHS = '''

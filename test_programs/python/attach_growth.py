@@ -8,10 +8,11 @@ Every 100 ms ("tick"), it
   ``describe_type`` (created at the marked line, before any attach) about it: every call
   misses and keeps about 8 KiB, a cache_growth finding keyed on many classes of one name;
 - prints ``tick N sessions S types T gc_callbacks G``: T is the cache's size, G the length of
-  ``gc.callbacks``, which the attached agent lengthens by one while it is there.
+  ``gc.callbacks``, which the attached agent leaves as it was (0): its own callback is in the
+  collector's list, out of the program's sight.
 
 Attached after start-up, growtrace must report both growths, and after the detach the
-program must run on exactly as before (G back to what it was).
+program must run on exactly as before (G 0 throughout).
 usage: attach_growth.py [SECONDS=60]
 """
 

@@ -2,7 +2,8 @@
 
 Some programs (test harnesses, profilers, frameworks) manage gc.callbacks themselves: they call
 each registered callback by hand, remove the ones they did not add, or clear the list. Under the
-tracer (whose agent keeps one callback there) the program must work and print the same.
+tracer (whose agent keeps its callback in the collector's own list, out of gc.callbacks) the
+program must work and print the same.
 
     python gc_callbacks_user.py
 """

@@ -30,6 +30,26 @@ std::string read_file(const std::string& path) {
     return text.str();
 }
 
+std::vector<std::string> gc_callbacks_seen(const std::string& out) {
+    std::vector<std::string> seen;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        size_t at = line.find(' ', line.find(' ') + 1);
+        seen.push_back(at == std::string::npos ? line : line.substr(at + 1));
+    }
+    return seen;
+}
+
+size_t reported_full_collections(const std::string& dump) {
+    size_t n = 0;
+    std::istringstream in(dump);
+    for (std::string line; std::getline(in, line);)
+        if (line.find("Collection tid=") != std::string::npos && line.find(" start generation=2") != std::string::npos &&
+            line.find("at_shutdown") == std::string::npos)
+            ++n;
+    return n;
+}
+
 void write_file(const std::string& path, const std::string& contents) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << contents;

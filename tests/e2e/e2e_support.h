@@ -112,6 +112,12 @@ std::vector<nlohmann::json> findings_of_kind(const nlohmann::json& report, const
 bool has_frame(const nlohmann::json& frames, const std::string& function, const std::string& file_suffix,
                int line = -1);
 
+// The lines of gc_callbacks_seen.py, without their "tick N ".
+std::vector<std::string> gc_callbacks_seen(const std::string& out);
+// Full collections the agent reported in a trace (`growtrace dump` text), not counting the one
+// at the shutdown mark.
+size_t reported_full_collections(const std::string& dump);
+
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& contents);
 

@@ -538,9 +538,9 @@ TEST_P(PythonVersions, TracedProgramKeepsAliveWhatItWouldUntraced) {
     EXPECT_EQ(traced.out, untraced.out);
 }
 
-// The agent keeps one callback in gc.callbacks. A program that calls what it finds there by
-// hand, removes what it did not add and empties the list works and prints as it does untraced;
-// the collection at the shutdown mark is reported all the same.
+// A program that calls what it finds in gc.callbacks by hand (nothing: the agent's callback is
+// not there), removes what it did not add and empties the list works and prints as it does
+// untraced; the collection at the shutdown mark is reported all the same.
 TEST_P(PythonVersions, ProgramManagingGcCallbacksWorksTheSame) {
     const PythonUnderTest& py = GetParam();
     GT_SKIP_UNLESS_INSTALLED(py, false);
@@ -554,6 +554,29 @@ TEST_P(PythonVersions, ProgramManagingGcCallbacksWorksTheSame) {
     ProcessResult dump = growtrace({"dump", dir / "cb.gtrace"});
     EXPECT_NE(dump.out.find("start generation=2 at_shutdown"), std::string::npos) << "no collection at the mark";
     EXPECT_NE(dump.out.find("stop generation=2 at_shutdown"), std::string::npos);
+}
+
+// The agent reports collections from the collector's own list of callbacks: the program sees
+// the gc.callbacks it would untraced (empty, len 0, the same list object every time), and what
+// it puts there is called as untraced: the same arguments (3.12+ pass one phase string to all),
+// order, stack, reference counts and referrers, exceptions to sys.unraisablehook, entries added
+// or removed during a collection, a rebound gc.callbacks ignored by the collector.
+TEST_P(PythonVersions, ProgramSeesTheGcCallbacksItWouldUntraced) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    ScratchDir dir;
+    std::vector<std::string> program = {py.python, kPrograms + "gc_callbacks_seen.py", "2"};
+    ProcessResult untraced = run_process(program, {.cwd = dir.path().string()});
+    ASSERT_EQ(untraced.exit_code, 0) << untraced.err;
+    std::vector<std::string> expected = gc_callbacks_seen(untraced.out);
+    ASSERT_EQ(expected.size(), 2u) << untraced.out;
+    EXPECT_NE(expected[0].find(R"("initial": [0, "[]", "list", true, true, 3])"), std::string::npos) << expected[0];
+    ProcessResult traced = trace_program(dir, dir / "seen.gtrace", program);
+    EXPECT_EQ(traced.err.find("Traceback"), std::string::npos) << traced.err;
+    EXPECT_EQ(gc_callbacks_seen(traced.out), expected);
+    // The agent still reports full collections: two gc.collect() a round, one at the start of
+    // each and one with the program's callbacks.
+    EXPECT_GE(reported_full_collections(growtrace({"dump", dir / "seen.gtrace"}).out), 4u);
 }
 
 // The frames the tracer records are the interpreter's own: frame_check.py allocates blocks of

@@ -83,6 +83,9 @@ bool named_as_exec_image(const std::string& path) {
 FoldedTraces fold_traces(const std::string& main, const std::vector<std::string>& others, bool fold) {
     FoldedTraces out;
     out.program_trace = main;
+    // One trace: no chain, no helper. Deciding that needs no analysis of it (which would cost a
+    // small program's run a few hundred milliseconds at its end).
+    if (others.empty()) return out;
     Family family;
     std::map<std::string, std::string> by_identity;  // identity -> path as given
     for (const std::string& p : others) by_identity[identity(p)] = p;

@@ -7,7 +7,7 @@ exit codes in every corner, so: run a set of its test modules plainly, then agai
 `growtrace run` (children and exec'd images traced too, the defaults), and compare the outcome
 of every test case. Any case that passes untraced and not traced (or the reverse) is listed.
 
-    python3 bench/conformance.py                 # the full set below (about 3 min untraced)
+    python3 bench/conformance.py                 # the full set below
     python3 bench/conformance.py --short         # the quick set ctest runs (label conformance)
     python3 bench/conformance.py --python /usr/bin/python3.11 test_os test_signal
 
@@ -38,6 +38,11 @@ FULL = [
     ["test_fork1"], ["test_wait4"], ["test_select"], ["test_mmap"], ["test_gc"], ["test_atexit"],
     ["test_faulthandler"], ["test_sys"], ["test_tempfile"], ["test_thread"], ["test_pty"],
     ["test_fcntl"], ["test_io"],
+    # What exercises the tracer hardest (issue #29): event loops and executors handing objects
+    # between threads, forkserver workers, C calls through ctypes, weak references finalised by
+    # the collector, and tracemalloc's own allocation hooks beside the tracer's.
+    ["test_asyncio"], ["test_concurrent_futures"], ["test_multiprocessing_forkserver"], ["test_ctypes"],
+    ["test_weakref"], ["test_tracemalloc"],
 ]
 # About a minute both ways: the cases that have failed under the tracer, and quick modules around them.
 SHORT = [

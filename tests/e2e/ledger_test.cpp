@@ -192,14 +192,17 @@ TEST(LedgerAttach, AnAttachedHandOffBalancesAndHoldsOnlyWhatWasInFlight) {
 class PythonLedger : public ::testing::TestWithParam<std::tuple<PythonUnderTest, std::string>> {};
 
 // Whatever the work, the same objects are live at the end: a run four times as long leaves no
-// more (a lost free would leave one per item), and nothing is reported as growing.
+// more (a lost free would leave one per item), and nothing is reported as growing. The short run
+// still hands 8,000 objects over: with 3,000, a loaded machine left a request phase of 0.15 s,
+// all of it the pool's ramp up to its bounded level (a steady rise, then a teardown), which no
+// classifier can tell from growth (Py3_12_asyncio, 1 in about 250 runs).
 TEST_P(PythonLedger, ObjectsHandedBetweenThreadsAreAllAccountedFor) {
     const auto& [py, mode] = GetParam();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
     const std::string program = kPythonPrograms + "handoff.py";
-    trace_program(dir, dir / "short.gtrace", {py.python, program, mode, "--items", "3000"});
-    trace_program(dir, dir / "long.gtrace", {py.python, program, mode, "--items", "12000"});
+    trace_program(dir, dir / "short.gtrace", {py.python, program, mode, "--items", "8000"});
+    trace_program(dir, dir / "long.gtrace", {py.python, program, mode, "--items", "32000"});
     const uint64_t short_live = balanced_live(dir, dir / "short.gtrace");
     const uint64_t long_live = balanced_live(dir, dir / "long.gtrace");
     EXPECT_LE(long_live, short_live + 40) << "live at the end grew with the work: frees were lost";

@@ -273,10 +273,21 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
     v.bytes_per_1k_allocations = mean_slope * rates.per_window_to_per_1k_allocations;
     v.plateau_at_s = plateau_time(level, v.retained_end, s);
 
+    // A trend needs enough points on both axes: moments of the program's life (a burst of work
+    // cut into many windows is a few moments), and windows of its work (a step just before the
+    // program goes idle spans seconds of the clock but two or three windows of work, on which
+    // the quarters and the late half below are a window or none each).
     const size_t history = history_of(s, span);
     if (history < kMinHistoryWindows) {
         v.cls = GrowthClass::Stable;
         v.reason = fmt::format("active in only {} windows of the run: too little history to judge", history);
+        return v;
+    }
+    if (span.size() < kMinHistoryWindows) {
+        v.cls = GrowthClass::Stable;
+        v.reason = fmt::format("active in only the last {} of the program's windows of work: too little history to "
+                               "judge",
+                               span.size());
         return v;
     }
 

@@ -75,7 +75,7 @@ inline constexpr int kSawtoothMinCycles = 2;
 // Only peaks of at least this share of the overall peak start a cycle (not a dip in the noise
 // of a small level).
 inline constexpr double kSawtoothMinPeakFraction = 0.5;
-// Fewer windows of history than this cannot show a trend.
+// Fewer windows of history than this, of the clock's or of the work's, cannot show a trend.
 inline constexpr size_t kMinHistoryWindows = 8;
 // Unbounded: every quarter of the active run must add at least this share of an even quarter
 // (a plateau adds ~0 in its last quarters; noisy linear growth adds ~1). Before a teardown,

@@ -162,6 +162,46 @@ TEST(AnalyzerClassifier, WindowsCutFromAFewBusyTimeWindowsAreNoHistory) {
     EXPECT_EQ(classify_growth(s).cls, GrowthClass::Unbounded);
 }
 
+// A one-time step late in a process that then idles (gunicorn's arbiter imports asyncio for its
+// control socket after it forks its workers, then waits on signals): the import is nearly all
+// the work after the step begins, so on the work axis the group's active run is three windows
+// wide, though on the clock it spans seconds of idling. Three points are no trend.
+TEST(AnalyzerClassifier, AStepInTheLastFewWindowsOfWorkIsNoHistory) {
+    GrowthSeries s;
+    s.window_s = 0.013;
+    const size_t n = 40;
+    s.births_bytes.assign(n, 0);
+    s.deaths_bytes.assign(n, 0);
+    s.survivor_bytes.assign(n, 0);
+    for (uint32_t w = 0; w < 37; ++w) {  // start-up: one time window each
+        s.window_first_time.push_back(w);
+        s.window_last_time.push_back(w);
+    }
+    // The import over 43-46, the idle time it joins up to 274, the shutdown at 275-278.
+    s.window_first_time.insert(s.window_first_time.end(), {43, 45, 275});
+    s.window_last_time.insert(s.window_last_time.end(), {44, 274, 278});
+    for (size_t w = 37; w < n; ++w) s.births_bytes[w] = s.survivor_bytes[w] = 36'000;
+    s.work_begin = 0;
+    s.work_end = n - 1;
+    GrowthVerdict v = classify_growth(s);
+    EXPECT_EQ(v.cls, GrowthClass::Stable) << v.reason;
+    EXPECT_NE(v.reason.find("too little history"), std::string::npos) << v.reason;
+
+    // The same step followed by as much work again, all of it flat, is a plateau.
+    const size_t longer = n + 12;
+    s.births_bytes.resize(longer, 0);
+    s.deaths_bytes.resize(longer, 0);
+    s.survivor_bytes.resize(longer, 0);
+    s.window_last_time[n - 1] = 275;
+    for (uint32_t w = n; w < longer; ++w) {
+        s.window_first_time.push_back(276 + w - static_cast<uint32_t>(n));
+        s.window_last_time.push_back(276 + w - static_cast<uint32_t>(n));
+    }
+    s.work_end = longer - 1;
+    v = classify_growth(s);
+    EXPECT_EQ(v.cls, GrowthClass::Bounded) << v.reason;
+}
+
 // What is freed steadily, or freed and followed by more work, is no teardown.
 TEST(AnalyzerClassifier, SteadyOrEarlyFreesAreNoTeardown) {
     GrowthSeries steady = empty_series();

@@ -19,6 +19,7 @@ inline constexpr char kPythonObjects[] = "GROWTRACE_PYTHON_OBJECTS";
 inline constexpr char kSample[] = "GROWTRACE_SAMPLE";
 inline constexpr char kTickMs[] = "GROWTRACE_TICK_MS";
 inline constexpr char kVerifyStacks[] = "GROWTRACE_VERIFY_STACKS";
+inline constexpr char kUnwind[] = "GROWTRACE_UNWIND";
 inline constexpr char kParentTrace[] = "GROWTRACE_PARENT_TRACE";
 // The images an exec'd image was launched through (preload/session.cpp, before_exec).
 inline constexpr char kLaunchers[] = "GROWTRACE_LAUNCHERS";
@@ -65,6 +66,10 @@ inline constexpr Variable kVariables[] = {
     {kSample, "bytes between samples on average, K/M/G accepted (default 0: every allocation)",
      "growtrace run / check --sample", "preload", true},
     {kTickMs, "period of time marks and flushes, 10-10000 ms (default 100)", "the user, tests", "preload", false},
+    {kUnwind,
+     "libunwind: every native stack unwound by libunwind, without the tracer's table of unwind rules "
+     "(preload/cfi_unwinder.h; for comparisons)",
+     "the user, benchmarks, tests", "preload (unwinder.cpp)", false},
     {kVerifyStacks, "1: each Python stack captured is also walked whole, differences logged at the end",
      "tests", "preload", false},
     {kParentTrace, "the parent's trace, written into the Process record", "nothing in growtrace (the user)",

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "preload/attach.h"
+#include "preload/cfi_unwinder.h"
 #include "preload/exec_environment.h"
 #include "preload/hook_list.h"
 #include "preload/python/attached_agent.h"
@@ -80,16 +81,24 @@ inline bool should_trace() { return !t_in_tracer && tracer_active(); }
 // the tracer runs; sampled mode: also a sample).
 inline bool should_record(size_t size) { return sample_take(size) && should_trace(); }
 
-void* traced_result(void* p, size_t size) {
-    if (p) record_alloc(p, size);
+// The interposed function's own frame, where the walk of the stack starts (cfi_unwinder.h).
+// Taken in the exported function itself, which it gives a frame pointer.
+#define GT_CALLER                                                          \
+    WalkStart {                                                            \
+        reinterpret_cast<uint64_t>(__builtin_return_address(0)),          \
+            reinterpret_cast<uint64_t>(__builtin_frame_address(0))         \
+    }
+
+void* traced_result(void* p, size_t size, WalkStart caller) {
+    if (p) record_alloc(p, size, caller);
     return p;
 }
 
 // A realloc failed (with a size: realloc(p, 0) frees p even when it returns null): the old
 // block lives on. Its free is taken back; where that is no longer possible the block is
 // recorded again, with the size the allocator knows for it.
-void old_block_lives_on(FreeBeforeResize& old, void* ptr) {
-    if (!old.take_back()) record_alloc(ptr, malloc_usable_size(ptr));
+void old_block_lives_on(FreeBeforeResize& old, void* ptr, WalkStart caller) {
+    if (!old.take_back()) record_alloc(ptr, malloc_usable_size(ptr), caller);
 }
 
 // Flushes the trace before an exec: the environment the new image gets, as above.
@@ -143,7 +152,7 @@ __attribute__((visibility("default"))) void* malloc(size_t size) {
     if (!ready()) return arena_alloc(size);
     if (!should_record(size)) return g_real.malloc(size);
     RecursionGuard guard;
-    return traced_result(g_real.malloc(size), size);
+    return traced_result(g_real.malloc(size), size, GT_CALLER);
 }
 
 __attribute__((visibility("default"))) void free(void* ptr) {
@@ -164,7 +173,7 @@ __attribute__((visibility("default"))) void* calloc(size_t count, size_t size) {
     if (__builtin_mul_overflow(count, size, &total)) total = ~size_t{0};
     if (sample_skip(total) || !should_record(total)) return g_real.calloc(count, size);
     RecursionGuard guard;
-    return traced_result(g_real.calloc(count, size), count * size);
+    return traced_result(g_real.calloc(count, size), count * size, GT_CALLER);
 }
 
 __attribute__((visibility("default"))) void* realloc(void* ptr, size_t size) {
@@ -187,9 +196,9 @@ __attribute__((visibility("default"))) void* realloc(void* ptr, size_t size) {
     FreeBeforeResize old(ptr);
     void* result = g_real.realloc(ptr, size);
     if (result) {
-        if (sample) record_alloc(result, size);
+        if (sample) record_alloc(result, size, GT_CALLER);
     } else if (ptr && size) {
-        old_block_lives_on(old, ptr);
+        old_block_lives_on(old, ptr, GT_CALLER);
     }
     return result;
 }
@@ -207,9 +216,9 @@ __attribute__((visibility("default"))) void* reallocarray(void* ptr, size_t coun
     FreeBeforeResize old(ptr);
     void* result = g_real.reallocarray(ptr, count, size);
     if (result) {
-        if (sample) record_alloc(result, total);
+        if (sample) record_alloc(result, total, GT_CALLER);
     } else if (ptr && total) {
-        old_block_lives_on(old, ptr);
+        old_block_lives_on(old, ptr, GT_CALLER);
     }
     return result;
 }
@@ -220,7 +229,7 @@ __attribute__((visibility("default"))) int posix_memalign(void** out, size_t ali
     if (!should_record(size)) return g_real.posix_memalign(out, alignment, size);
     RecursionGuard guard;
     int rc = g_real.posix_memalign(out, alignment, size);
-    if (rc == 0) record_alloc(*out, size);
+    if (rc == 0) record_alloc(*out, size, GT_CALLER);
     return rc;
 }
 
@@ -229,7 +238,7 @@ __attribute__((visibility("default"))) void* aligned_alloc(size_t alignment, siz
     if (!ready()) return arena_alloc(size, alignment <= 4096 ? alignment : 4096);
     if (!should_record(size)) return g_real.aligned_alloc(alignment, size);
     RecursionGuard guard;
-    return traced_result(g_real.aligned_alloc(alignment, size), size);
+    return traced_result(g_real.aligned_alloc(alignment, size), size, GT_CALLER);
 }
 
 __attribute__((visibility("default"))) void* memalign(size_t alignment, size_t size) {
@@ -237,7 +246,7 @@ __attribute__((visibility("default"))) void* memalign(size_t alignment, size_t s
     if (!ready()) return arena_alloc(size, alignment <= 4096 ? alignment : 4096);
     if (!should_record(size)) return g_real.memalign(alignment, size);
     RecursionGuard guard;
-    return traced_result(g_real.memalign(alignment, size), size);
+    return traced_result(g_real.memalign(alignment, size), size, GT_CALLER);
 }
 
 __attribute__((visibility("default"))) void* valloc(size_t size) {
@@ -245,7 +254,7 @@ __attribute__((visibility("default"))) void* valloc(size_t size) {
     if (!ready()) return arena_alloc(size, 4096);
     if (!should_record(size)) return g_real.valloc(size);
     RecursionGuard guard;
-    return traced_result(g_real.valloc(size), size);
+    return traced_result(g_real.valloc(size), size, GT_CALLER);
 }
 
 __attribute__((visibility("default"))) void* pvalloc(size_t size) {
@@ -254,7 +263,7 @@ __attribute__((visibility("default"))) void* pvalloc(size_t size) {
     size_t rounded = size ? (size + page - 1) & ~(page - 1) : page;  // what pvalloc really hands out
     if (sample_skip(rounded) || !should_record(rounded)) return g_real.pvalloc(size);
     RecursionGuard guard;
-    return traced_result(g_real.pvalloc(size), rounded);
+    return traced_result(g_real.pvalloc(size), rounded, GT_CALLER);
 }
 
 // --- process life cycle ---
@@ -379,7 +388,9 @@ __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
 __attribute__((visibility("default"))) int dlclose(void* handle) {
     ready();
     g_session.before_dlclose();
-    return g_real.dlclose(handle);
+    int result = g_real.dlclose(handle);
+    cfi_forget_rules();  // the library's addresses may be another's from now on
+    return result;
 }
 
 }  // extern "C"

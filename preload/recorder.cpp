@@ -236,9 +236,9 @@ struct CapturedStack {
     python::FrameRef py[python::kMaxPythonFrames];
     int py_count = 0;
 
-    void capture(uint64_t skip_begin = 0, uint64_t skip_end = 0) {
+    void capture(uint64_t skip_begin = 0, uint64_t skip_end = 0, WalkStart start = {}) {
         ThreadState* ts = my_state();
-        depth = ts ? capture_stack(ips, kMaxFrames, ts->unwinding) : 0;
+        depth = ts ? capture_stack(ips, kMaxFrames, ts->unwinding, ts == &g_late ? nullptr : &ts->walk, start) : 0;
         int skip = 0;
         while (skip < depth && ips[skip] >= skip_begin && ips[skip] < skip_end) ++skip;
         if (skip) {
@@ -267,10 +267,10 @@ inline bool keep_sample(void* ptr) {
     return !sampling_enabled() || live_samples_insert(reinterpret_cast<uint64_t>(ptr));
 }
 
-void record_alloc(void* ptr, size_t size) {
+void record_alloc(void* ptr, size_t size, WalkStart caller) {
     if (!keep_sample(ptr)) return;
     CapturedStack stack;
-    stack.capture();
+    stack.capture(0, 0, caller);
     ThreadState* ts = lock_my_state();
     if (!ts) return;
     if (make_room(ts, 64)) put_alloc(ts, ptr, size, stack.intern(ts));

@@ -8,13 +8,15 @@
 #include <cstdint>
 
 #include "format/trace_format.h"
+#include "preload/cfi_unwinder.h"
 #include "preload/session.h"
 
 namespace growtrace::preload {
 
 // An allocation seen by malloc & co: native stack, merged with the Python frames if the
-// thread runs Python.
-void record_alloc(void* ptr, size_t size);
+// thread runs Python. `caller`: the interposed function's own frame (GT_CALLER in hooks.cpp),
+// where the walk of the stack begins.
+void record_alloc(void* ptr, size_t size, WalkStart caller = {});
 // An allocation seen by the Python allocator hooks: Python frames only.
 void record_python_alloc(void* ptr, size_t size);
 // A free, recorded before the real one. In sampled mode only a live sample's free is recorded

@@ -51,6 +51,7 @@ struct ThreadState {
         uint32_t ids[kMaxFrames + python::kMaxPythonFrames] = {};
     };
     StackCache stack;
+    WalkMemo walk;  // the previous native walk (cfi_unwinder.h); unused in the shared g_late
     // Recent stack-tree lookups. Python programs go through tens of thousands of distinct
     // stack nodes, so a CPython process's threads get a large memo (128 KiB, allocated with
     // the state); other threads keep to 16 KiB, which native programs with many threads pay.

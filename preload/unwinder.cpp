@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -10,8 +11,12 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 
+#include "contracts/environment.h"
+#include "preload/cfi_unwinder.h"
 #include "preload/descriptors.h"
 #include "preload/got_patcher.h"
 #include "preload/log.h"
@@ -89,6 +94,42 @@ void redirect_unwinder_descriptors(void* inside_libunwind) {
     got_redirect_in_object(inside_libunwind, "syscall", reinterpret_cast<void*>(&unwind_syscall));
 }
 
+std::atomic<bool> g_closed_for_fork{false};
+constexpr int kForkWaitPolls = 20000;  // of 50 us: about a second
+
+// A capture counts itself in, then checks that the unwinder is open; a fork closes it, then
+// reads the counts: each side's store must be seen before its load (a Dekker pair). Rather
+// than a locked instruction on every capture (two per allocation, 5 % of a traced program's
+// time), the capture's side is an ordinary store and the fork's side, which is rare, makes every
+// thread of the process pass a full barrier (membarrier). Where the kernel has no private
+// expedited membarrier, both sides use sequentially consistent atomics.
+std::atomic<bool> g_light_barrier{false};
+
+bool register_light_barrier() {
+    long commands = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (commands < 0 || !(commands & MEMBARRIER_CMD_PRIVATE_EXPEDITED)) return false;
+    return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+// Counts a capture in; false where the unwinder is closed for a fork (then counted out again).
+// `own`: the count is the calling thread's alone, so a plain read and store can change it.
+bool count_in(std::atomic<int>& in_progress, bool own) {
+    if (own && g_light_barrier.load(std::memory_order_relaxed)) {
+        in_progress.store(in_progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler keeps the order
+        if (!g_closed_for_fork.load(std::memory_order_relaxed)) return true;
+    } else {
+        in_progress.fetch_add(1);
+        if (!g_closed_for_fork.load()) return true;
+    }
+    in_progress.fetch_sub(1, std::memory_order_release);
+    return false;
+}
+
+void count_out(std::atomic<int>& in_progress, bool own) {
+    if (own) in_progress.store(in_progress.load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    else in_progress.fetch_sub(1, std::memory_order_release);
+}
 using BacktraceFn = int (*)(void**, int);
 using CachingPolicyFn = int (*)(void*, int);
 
@@ -136,6 +177,9 @@ bool unwinder_init() {
     // thread-local storage (Debian 12's) keeps the global cache and its lock.
     if (set_policy && address_space) set_policy(*address_space, 2);
     dl_iterate_phdr(find_self, reinterpret_cast<void*>(&unwinder_init));
+    g_light_barrier.store(register_light_barrier());
+    const char* choice = getenv(environment::kUnwind);
+    cfi_set_enabled(!(choice && strcmp(choice, "libunwind") == 0));
     return true;
 }
 
@@ -149,36 +193,38 @@ void unwinder_release() {
     g_libunwind = nullptr;
 }
 
-namespace {
-std::atomic<bool> g_closed_for_fork{false};
-constexpr int kForkWaitPolls = 20000;  // of 50 us: about a second
-}  // namespace
-
 // Our own frames are dropped wherever they are: the hooks at the innermost end, and
 // main_then_exiting (hooks.cpp), which runs the program's main, at the outermost.
-int capture_stack(uint64_t* ips, int max_frames, std::atomic<int>& in_progress) {
-    // Counted before the check (both sequentially consistent): a fork that closes the
-    // unwinder after this thread's check sees the count and waits for it.
-    in_progress.fetch_add(1);
-    if (g_closed_for_fork.load()) {
-        in_progress.fetch_sub(1);
-        return 0;
-    }
-    void* raw[kMaxFrames + 8];
+int capture_stack(uint64_t* ips, int max_frames, std::atomic<int>& in_progress, WalkMemo* memo, WalkStart start) {
+    // Counted before the check: a fork that closes the unwinder after this thread's check sees
+    // the count and waits for it. A thread's own state has a memo; the shared one has none.
+    const bool own = memo != nullptr;
+    if (!count_in(in_progress, own)) return 0;
+    uint64_t raw[kMaxFrames + 8];
     int saved_errno = errno;  // the program's, which a successful malloc leaves alone
-    int n = g_backtrace(raw, kMaxFrames + 8);
+    int n = cfi_backtrace(raw, kMaxFrames + 8, memo, start);
+    if (n < 0) n = g_backtrace(reinterpret_cast<void**>(raw), kMaxFrames + 8);
     errno = saved_errno;
-    in_progress.fetch_sub(1, std::memory_order_release);
+    count_out(in_progress, own);
     int count = 0;
     for (int i = 0; i < n && count < max_frames; ++i) {
-        auto ip = reinterpret_cast<uintptr_t>(raw[i]);
+        uintptr_t ip = raw[i];
         if (ip >= g_self_begin && ip < g_self_end) continue;
         ips[count++] = ip;
     }
     return count;
 }
 
-void unwinder_close_for_fork() { g_closed_for_fork.store(true); }
+void unwinder_close_for_fork() {
+    g_closed_for_fork.store(true);
+    if (g_light_barrier.load() && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) {
+        // Cannot happen once registered; if it did, the threads' counts may not be seen yet:
+        // wait for them on the safe side, as long as a capture takes at most.
+        g_light_barrier.store(false);
+        timespec pause{0, 10 * 1000 * 1000};
+        nanosleep(&pause, nullptr);
+    }
+}
 
 void unwinder_wait_for(const std::atomic<int>& in_progress) {
     for (int i = 0; i < kForkWaitPolls && in_progress.load(); ++i) {
@@ -187,6 +233,10 @@ void unwinder_wait_for(const std::atomic<int>& in_progress) {
     }
 }
 
-void unwinder_open_after_fork() { g_closed_for_fork.store(false, std::memory_order_release); }
+void unwinder_open_after_fork() {
+    // A child is a new process to membarrier: registered again (idempotent in the parent).
+    if (g_light_barrier.load() && !register_light_barrier()) g_light_barrier.store(false);
+    g_closed_for_fork.store(false, std::memory_order_release);
+}
 
 }  // namespace growtrace::preload

@@ -7,9 +7,12 @@
 #include <atomic>
 #include <cstdint>
 
+#include "preload/cfi_unwinder.h"
+
 namespace growtrace::preload {
 
 inline constexpr int kMaxFrames = 128;
+static_assert(kMaxFrames + 8 <= kMaxWalkFrames, "a walk keeps room for the tracer's own frames");
 
 // Loads libunwind; false (with a message) if it cannot be found.
 bool unwinder_init();
@@ -19,8 +22,11 @@ void unwinder_release();
 
 // Fills ips with return addresses, innermost first, skipping the tracer's own frames.
 // Returns the number of frames stored. `in_progress` is the calling thread's count of
-// captures under way (ThreadState::unwinding), which a fork waits for: see below.
-int capture_stack(uint64_t* ips, int max_frames, std::atomic<int>& in_progress);
+// captures under way (ThreadState::unwinding), which a fork waits for: see below. `memo` is the
+// calling thread's previous walk (cfi_unwinder.h), or null where the state is shared; `start`
+// the interposed function's frame, where the walk may begin.
+int capture_stack(uint64_t* ips, int max_frames, std::atomic<int>& in_progress, WalkMemo* memo,
+                  WalkStart start = {});
 
 // A thread inside libunwind at the moment of a fork may hold one of libunwind's locks (or the
 // loader's, in dl_iterate_phdr); in the child that lock stays held for ever and the child's

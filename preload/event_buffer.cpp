@@ -116,6 +116,17 @@ void pool_reset(SessionOrigin) {
     pthread_mutex_unlock(&g_mutex);
 }
 
+void pool_release() {
+    if (Buffer* full = pool_take_full()) pool_put_list(full);
+    pthread_mutex_lock(&g_mutex);
+    while (Buffer* b = g_free) {
+        g_free = b->next;
+        munmap(b, sizeof(Buffer));
+        --g_allocated;
+    }
+    pthread_mutex_unlock(&g_mutex);
+}
+
 void pool_prepare_fork() { pthread_mutex_lock(&g_mutex); }
 void pool_parent_after_fork() { pthread_mutex_unlock(&g_mutex); }
 void pool_child_after_fork() {

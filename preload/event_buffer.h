@@ -43,6 +43,8 @@ void pool_stop_waiting();
 // A new trace (the session's reset): the queued buffers, which hold the previous trace's
 // events (a forked child's parent's), are recycled, and producers may wait for the writer again.
 void pool_reset(SessionOrigin origin);
+// Unmaps every buffer the pool holds (before the library is unloaded; none may be in use).
+void pool_release();
 
 // Lock and unlock everything around fork().
 void pool_prepare_fork();

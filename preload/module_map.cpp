@@ -183,6 +183,15 @@ void module_map_forget() {
     pthread_mutex_unlock(&g_mutex);
 }
 
+void module_map_release() {
+    module_map_forget();
+    pthread_mutex_lock(&g_mutex);
+    for (Ranges* r : {g_ranges.exchange(nullptr), g_spare})
+        if (r) munmap(r, sizeof(Ranges));
+    g_spare = nullptr;
+    pthread_mutex_unlock(&g_mutex);
+}
+
 bool module_map_covers(uint64_t ip) {
     const Ranges* r = g_ranges.load(std::memory_order_acquire);
     if (!r) return false;

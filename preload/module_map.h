@@ -23,6 +23,8 @@ void module_map_parent_after_fork();
 void module_map_child_after_fork();
 // A new trace (forked child, attach): write every module again.
 void module_map_forget();
+// Forgets them and unmaps the tables of ranges (before the library is unloaded).
+void module_map_release();
 
 // The program's path, read now (and remembered: once its main thread has ended, as after
 // pthread_exit, /proc/self/exe cannot be read any more). Called when a trace starts, so that

@@ -136,12 +136,20 @@ bool TraceSession::init_capture() {
 }
 
 // What would call into this library once it is unloaded: the thread key's destructor and
-// libunwind's slots redirected to us. (The fork handlers go with the library: dlclose
-// unregisters them.) The tree stays mapped: a later begin, if the library stays, reuses it.
+// libunwind's slots redirected to us (the fork handlers go with the library: dlclose
+// unregisters them); and what it mapped or allocated that the process would keep for
+// nothing: the stack tree, the event buffers, the tables of modules, the writer's buffers.
+// Only after a first trace that never patched a call site: no thread of the program has
+// entered the hooks, and the writer has ended.
 void TraceSession::release_capture() {
     if (!capture_ready_) return;
     thread_registry_release();
     unwinder_release();
+    tree.release();
+    tree_ready_ = false;
+    pool_release();
+    module_map_release();
+    writer_release_memory();
     capture_ready_ = false;
 }
 

@@ -34,6 +34,11 @@ bool StackTree::init(unsigned capacity_log2, Options options) {
 
 bool StackTree::init(unsigned capacity_log2) { return init(capacity_log2, Options{}); }
 
+void StackTree::release() {
+    if (slots_) munmap(slots_, bytes_);
+    slots_ = nullptr;
+}
+
 void StackTree::reset() {
     if (!slots_) return;
     // Fresh zero pages instead of a memset: cheap even for a large, sparsely used table.

@@ -34,6 +34,8 @@ public:
     bool init(unsigned capacity_log2);
     // Forgets every node (used in a forked child, whose trace starts a new tree).
     void reset();
+    // Unmaps the table (before the library is unloaded); init() maps it again.
+    void release();
 
     // Returns the id of (parent, ip), creating it if needed; `created` tells the caller to
     // write the node to the trace. Returns 0 when the table is full (the stack is cut there).

@@ -491,4 +491,16 @@ void writer_reset(SessionOrigin origin) {
     g_stat_read_ns = 0;
 }
 
+void writer_release_memory() {
+    auto release = [](uint8_t*& data, size_t& capacity) {
+        free(data);
+        data = nullptr;
+        capacity = 0;
+    };
+    release(g_global, g_global_capacity);
+    release(g_block, g_block_capacity);
+    release(g_folded, g_folded_capacity);
+    g_global_used = g_block_used = 0;
+}
+
 }  // namespace growtrace::preload

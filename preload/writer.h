@@ -62,5 +62,7 @@ void writer_child_after_fork();
 // A new trace (the session's reset): forget the previous one's records, live allocations and
 // failed write, before writer_start() starts the writer for it.
 void writer_reset(SessionOrigin origin);
+// Frees the writer's staging buffers (before the library is unloaded, the writer ended).
+void writer_release_memory();
 
 }  // namespace growtrace::preload

@@ -6,7 +6,9 @@ call depths 1-9). For each tool it reports wall and CPU time and the slowdown ag
 untraced run (median of --repeat runs), the trace size in bytes per event, and the time to
 analyse the trace (growtrace analyze vs heaptrack_print). The runs are interleaved: each repeat
 runs every tool once, so a slower spell of a shared machine does not land on one tool only.
-"growtrace-sampled" is `growtrace run --sample SAMPLE` (default 512K). --compare DIR adds the
+"growtrace-sampled" is `growtrace run --sample SAMPLE` (default 512K); "growtrace-libunwind" is full
+mode with GROWTRACE_UNWIND=libunwind (every native stack unwound by libunwind instead of the
+tracer's own walker: what the walker saves). --compare DIR adds the
 full-mode row of another build ("growtrace@DIR"), e.g. a copy of an earlier build's bin/ and lib/,
 so that a change is measured before and after in one run.
 
@@ -70,22 +72,27 @@ def main() -> int:
     if shutil.which("heaptrack") and not args.no_heaptrack:
         tools.append(("heaptrack", clean_ht, lambda: ["heaptrack", "-o", ht_base, program, str(args.pairs)]))
     tools.append(("growtrace", clean(gt_trace), lambda: [growtrace, "run", "-o", gt_trace, "--", program, str(args.pairs)]))
+    gt_libunwind = os.path.join(work, "libunwind.gtrace")
+    tools.append(("growtrace-libunwind", clean(gt_libunwind),
+                  lambda: [growtrace, "run", "-o", gt_libunwind, "--", program, str(args.pairs)],
+                  {**os.environ, "GROWTRACE_UNWIND": "libunwind"}))
     tools.append(("growtrace-sampled", clean(gt_sampled),
                   lambda: [growtrace, "run", "--sample", args.sample, "-o", gt_sampled, "--", program, str(args.pairs)]))
-    traces = {"growtrace": gt_trace, "growtrace-sampled": gt_sampled}
-    analyzers = {"growtrace": growtrace, "growtrace-sampled": growtrace}
+    traces = {"growtrace": gt_trace, "growtrace-libunwind": gt_libunwind, "growtrace-sampled": gt_sampled}
+    analyzers = {name: growtrace for name in traces}
     if args.compare:
         other = os.path.join(args.compare, "bin", "growtrace")
         label = f"growtrace@{os.path.basename(os.path.normpath(args.compare))}"
         other_trace = os.path.join(work, "compare.gtrace")
         traces[label], analyzers[label] = other_trace, other
         tools.append((label, clean(other_trace), lambda: [other, "run", "-o", other_trace, "--", program, str(args.pairs)]))
-    times = {name: [] for name, _, _ in tools}
+    tools = [tool if len(tool) == 4 else (*tool, None) for tool in tools]  # (name, cleanup, command, env)
+    times = {name: [] for name, _, _, _ in tools}
     for _ in range(args.repeat):
-        for name, cleanup, make_cmd in tools:
+        for name, cleanup, make_cmd, env in tools:
             if cleanup:
                 cleanup()
-            times[name].append(timed(make_cmd()))
+            times[name].append(timed(make_cmd(), env))
             print(f"  {name}: wall {times[name][-1][0]:.3f} s", file=sys.stderr, flush=True)
 
     def analyse(cmd):
@@ -94,7 +101,7 @@ def main() -> int:
         return time.perf_counter() - t0
 
     rows = []
-    for name, _, _ in tools:
+    for name, _, _, _ in tools:
         wall = statistics.median(t[0] for t in times[name])
         cpu = statistics.median(t[1] for t in times[name])
         size = analyze = None

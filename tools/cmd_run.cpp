@@ -313,7 +313,8 @@ Verb add_run_verb(CLI::App& parent, const Trailing& trailing) {
     CLI::App* sub = parent.add_subcommand(
         "run",
         "Run COMMAND with libgrowtrace.so preloaded and record its allocations.\n"
-        "Usage: growtrace run [OPTIONS] -- COMMAND [ARGS...]\n"
+        "Usage: growtrace run [-o TRACE] [--sample SIZE | --full] [--no-python-objects] [OPTIONS] -- COMMAND "
+        "[ARGS...]\n"
         "Exits with the command's status (128+N if it was killed by signal N).");
     add_run_options(sub, *options);
     // The first word that is not one of our options starts the command.

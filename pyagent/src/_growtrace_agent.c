@@ -6,15 +6,17 @@
  *   call of a probe is a cache miss that is about to become an insertion: the probe reports
  *   MISS_BEGIN (with a key description), calls the real function, reports STORED/RAISED.
  *   Being C, it adds no Python frame: tracebacks and stacks look exactly as without it.
- * - gc.callbacks: one callable that reports the start and stop of full collections and, where
- *   the library does not hook PyType_Ready, at the start of each collection, the heap types in
- *   generation 0 (= created since the previous collection). At the shutdown mark the agent runs
- *   one full collection itself.
+ * - Collections: one callable in the collector's own list of callbacks (the program's
+ *   gc.callbacks is another list, see "gc.callbacks, unchanged as the program sees it" below)
+ *   that reports the start and stop of full collections and, where the library does not hook
+ *   PyType_Ready, at the start of each collection, the heap types in generation 0 (= created
+ *   since the previous collection). At the shutdown mark the agent runs one full collection
+ *   itself.
  * - Sinks: the preload library's API (growtrace_py_get_api, see growtrace_py_api.h) when
  *   present, else JSON lines to $GROWTRACE_PYAGENT_LOG (for tests), else nothing.
  *
- * The Python half (pyagent/startup/_growtrace_pyagent.py) patches functools.lru_cache and
- * resolves names. Build: pyagent/build.sh.
+ * The Python half (pyagent/startup/growtrace-agent.py) patches functools.lru_cache and
+ * resolves names. Built once per CPython version by pyagent/CMakeLists.txt.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

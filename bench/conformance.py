@@ -38,7 +38,7 @@ FULL = [
     ["test_fork1"], ["test_wait4"], ["test_select"], ["test_mmap"], ["test_gc"], ["test_atexit"],
     ["test_faulthandler"], ["test_sys"], ["test_tempfile"], ["test_thread"], ["test_pty"],
     ["test_fcntl"], ["test_io"],
-    # What exercises the tracer hardest (issue #29): event loops and executors handing objects
+    # What exercises the tracer hardest: event loops and executors handing objects
     # between threads, forkserver workers, C calls through ctypes, weak references finalised by
     # the collector, and tracemalloc's own allocation hooks beside the tracer's.
     ["test_asyncio"], ["test_concurrent_futures"], ["test_multiprocessing_forkserver"], ["test_ctypes"],

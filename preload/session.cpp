@@ -147,6 +147,7 @@ void TraceSession::release_capture() {
     unwinder_release();
     tree.release();
     tree_ready_ = false;
+    python::release();
     pool_release();
     module_map_release();
     writer_release_memory();

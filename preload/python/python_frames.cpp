@@ -48,10 +48,13 @@ int line_of(const FrameRef& frame) {
 
 }  // namespace
 
+// Called once per first trace (TraceSession::init_capture); again only after release().
 bool prepare() {
-    static bool ready = probe() && g_locations.init(kLocationsLog2, kLocationTables) &&
-                        g_frames.init(kLocationsLog2, kLocationTables) && map_frame_of() && watch_code_objects();
-    return ready;
+    static const bool probed = probe();
+    if (!probed) return false;
+    if (g_frame_of) return true;
+    return g_locations.init(kLocationsLog2, kLocationTables) && g_frames.init(kLocationsLog2, kLocationTables) &&
+           map_frame_of() && watch_code_objects();
 }
 
 int capture(FrameRef* frames, int max_frames) { return present() ? layout().capture(frames, max_frames) : 0; }
@@ -120,6 +123,14 @@ void encode_frame(uint32_t id, const FrameRef& frame, format::RecordEncoder& out
     int line = line_of(frame);
     out.varint(id).string(file, file_size).string(name, name_size);
     out.varint(line > 0 ? static_cast<uint64_t>(line) : 0);
+}
+
+void release() {
+    unwatch_code_objects();
+    g_locations.release();
+    g_frames.release();
+    if (g_frame_of) munmap(g_frame_of, g_frame_of_bytes);
+    g_frame_of = nullptr;
 }
 
 void reset() {

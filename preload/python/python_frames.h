@@ -18,6 +18,9 @@ using LocationMemo = StackTreeMemo<1024>;
 // Finds the interpreter (cpython/interpreter.h) and makes the tables frame ids live in, once;
 // false where there is no CPython growtrace reads.
 bool prepare();
+// Undoes prepare() before the library is unloaded (a first attach that failed): the
+// interpreter's code object destructor put back, the tables unmapped.
+void release();
 
 // The calling thread's Python frames, innermost first, if it runs Python and holds the GIL
 // (only then are its frames stable). 0 otherwise.

@@ -407,6 +407,29 @@ TEST_P(AttachPython, CacheAndDictGrowthWhileAttachedThenTheProgramIsAsBefore) {
     EXPECT_EQ(callbacks_runs, (std::vector<unsigned>{0}));
 }
 
+// A first attach to a CPython process that fails after the tracer set up its Python side (the
+// interpreter's code object destructor is watched from inside the library) leaves the program
+// running as it was once the library is unloaded: before, the next code object the program
+// freed called into the unloaded library and the process died.
+TEST_P(AttachPython, AFailedFirstAttachLeavesTheProgramRunning) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    for (const std::string step : {"begin", "patch"}) {
+        ScratchDir dir;
+        Service service(dir, {"/usr/bin/env", "GROWTRACE_TEST_ATTACH_FAIL=" + step, py.python,
+                              kPythonPrograms + "compile_loop.py", "30"});
+        ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
+        ProcessResult r = growtrace({"attach", std::to_string(service.pid()), "--full", "-o", dir / "failed.gtrace"});
+        EXPECT_EQ(r.exit_code, 2) << step << ": " << r.describe() << "\n" << r.err;
+        EXPECT_NE(r.err.find("what attach loaded was unloaded"), std::string::npos) << r.err;
+        size_t printed = service.lines().size();
+        ASSERT_TRUE(service.wait_for_lines(printed + 5)) << step << ": " << service.how_it_ended();
+        EXPECT_TRUE(service.alive()) << step << ": " << service.how_it_ended();
+        service.stop();
+        EXPECT_EQ(service.err(), "") << step;
+    }
+}
+
 // Attached, the agent does not show in gc.callbacks: every round of gc_callbacks_seen.py (what
 // it sees of gc.callbacks and how its callbacks are called), before, during and after the
 // attach, prints what an untraced run prints; and the agent reported the rounds' full

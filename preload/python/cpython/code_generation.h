@@ -40,7 +40,9 @@ inline void note_code_object_freed(const void* code) {
 
 // Puts a function in front of the interpreter's code object destructor (PyCode_Type's
 // tp_dealloc) that bumps the generation before the memory is given back. present() only;
-// stays in place for the life of the process (the library is never unloaded).
+// stays in place for the life of the process, unless a first attach fails and the library is
+// unloaded: unwatch_code_objects() then puts the interpreter's destructor back.
 bool watch_code_objects();
+void unwatch_code_objects();
 
 }  // namespace growtrace::preload::python

@@ -261,4 +261,14 @@ bool watch_code_objects() {
     return true;
 }
 
+void unwatch_code_objects() {
+    if (!present()) return;
+    void* code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+    Destructor original = g_code_destructor.load();
+    if (!code_type || !original) return;
+    auto* slot = reinterpret_cast<std::atomic<Destructor>*>(static_cast<char*>(code_type) + layout().type_dealloc);
+    Destructor watched = code_destructor_watched;
+    slot->compare_exchange_strong(watched, original);
+}
+
 }  // namespace growtrace::preload::python

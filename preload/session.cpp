@@ -126,9 +126,14 @@ void configure_sampling(uint64_t sample_bytes) {
 bool TraceSession::init_capture() {
     if (capture_ready_) return true;
     python::prepare();
-    if (!unwinder_init()) return false;
+    // Nothing may be left pointing into the library should an attach then unload it.
+    auto give_up = [] {
+        python::release();
+        return false;
+    };
+    if (!unwinder_init()) return give_up();
     if (!tree_ready_) tree_ready_ = tree.init(kStackTreeLog2, {StackTree::Layout::ByParent, python::present()});
-    if (!tree_ready_ || !thread_registry_init()) return false;
+    if (!tree_ready_ || !thread_registry_init()) return give_up();
     if (!fork_handlers_) pthread_atfork(prepare_fork, parent_after_fork, child_after_fork);
     fork_handlers_ = true;
     capture_ready_ = true;

@@ -94,9 +94,6 @@ FrameRule rule_at(uint64_t address) {
     return lookup.rule;
 }
 
-}  // namespace
-
-namespace {
 std::atomic<uint32_t> g_generation{1};
 
 }  // namespace
@@ -113,6 +110,34 @@ bool walk_memo_still_holds(const WalkMemo::Frame* frames, int from, int count) {
 }
 
 namespace {
+
+// The frame the walk is at. `lookup` is the address whose rule applies: the ip itself for the
+// walk's own frame, the call's last byte (the return address - 1) for every caller.
+struct Cursor {
+    uint64_t ip, rsp, rbp, lookup;
+};
+
+// The walk of this thread's previous capture, while this walk may still meet it.
+struct PreviousWalk {
+    const WalkMemo::Frame* frames = nullptr;
+    int count = 0;
+    int next = 0;  // the first of its frames not below the cursor
+
+    // The index of the previous walk's frame that is the cursor's frame, with every stack word
+    // read from there up unchanged; -1 otherwise (and for good, once the stacks part).
+    int meeting(const Cursor& at, int walked) {
+        if (!frames) return -1;
+        while (next < count && frames[next].rsp < at.rsp) ++next;
+        if (next >= count || frames[next].rsp != at.rsp) return -1;
+        const WalkMemo::Frame& f = frames[next];
+        // An exact ip (the walk's own frame) only matches an exact ip.
+        if (f.ip != at.ip || f.rbp != at.rbp || (next == 0) != (walked == 0)) return -1;
+        if (walk_memo_still_holds(frames, next, count)) return next;
+        frames = nullptr;
+        return -1;
+    }
+};
+
 // The walk under way becomes the previous one.
 int settle(WalkMemo* memo, int count, bool complete, bool exact_first) {
     if (memo) {
@@ -124,70 +149,66 @@ int settle(WalkMemo* memo, int count, bool complete, bool exact_first) {
     }
     return count;
 }
+
+// Moves the cursor to the caller's frame by `rule`, recording the frame in `out`. False where
+// libunwind must judge: a stack that does not go up, a frame larger than a thread's whole
+// default stack (an rbp the code used for something else), a zero return address.
+bool step_to_caller(Cursor& at, const FrameRule& rule, WalkMemo::Frame& out) {
+    uint64_t cfa = (rule.cfa_from_rbp ? at.rbp : at.rsp) + static_cast<int64_t>(rule.cfa_offset);
+    if (cfa <= at.rsp || cfa - at.rsp > kMaxFrameBytes) return false;
+    uint64_t return_address = *reinterpret_cast<const uint64_t*>(cfa + rule.ra_offset);
+    out = {at.ip, at.rsp, at.rbp, rule.ra_offset, rule.rbp_saved ? rule.rbp_offset : 0};
+    if (rule.rbp_saved) at.rbp = *reinterpret_cast<const uint64_t*>(cfa + rule.rbp_offset);
+    if (return_address == 0) return false;
+    at = {return_address, cfa, at.rbp, return_address - 1};
+    return true;
+}
+
 }  // namespace
 
 __attribute__((noinline)) int cfi_backtrace(uint64_t* ips, int max_frames, WalkMemo* memo, WalkStart start) {
     if (!g_enabled.load(std::memory_order_relaxed)) return -1;
-    uint64_t ip, rsp, rbp;
-    asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(ip), "=r"(rsp), "=r"(rbp));
-    uint64_t lookup = ip;  // exact here; a return address's call is the byte before it
+    Cursor at;
+    asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(at.ip), "=r"(at.rsp), "=r"(at.rbp));
+    at.lookup = at.ip;
     const bool exact_first = !start.frame;
     if (start.frame) {
-        ip = start.return_address;
-        rsp = start.frame + 16;
-        rbp = *reinterpret_cast<const uint64_t*>(start.frame);
-        lookup = ip - 1;
+        uint64_t caller_rbp = *reinterpret_cast<const uint64_t*>(start.frame);
+        at = {start.return_address, start.frame + 16, caller_rbp, start.return_address - 1};
     }
     uint32_t generation = g_generation.load(std::memory_order_acquire);
-    const WalkMemo::Frame* previous = nullptr;
-    int previous_count = 0, k = 0;
+    PreviousWalk previous;
     WalkMemo::Frame scratch;
     WalkMemo::Frame* out = &scratch;
     if (memo) {
         if (memo->generation == generation && memo->complete[memo->current] &&
             memo->exact_first[memo->current] == exact_first) {
-            previous = memo->frames[memo->current];
-            previous_count = memo->count[memo->current];
+            previous.frames = memo->frames[memo->current];
+            previous.count = memo->count[memo->current];
         }
         memo->generation = generation;
         out = memo->frames[memo->current ^ 1];
     }
     int count = 0;
     while (count < max_frames) {
-        if (previous) {
-            while (k < previous_count && previous[k].rsp < rsp) ++k;
-            if (k < previous_count && previous[k].rsp == rsp && previous[k].ip == ip && previous[k].rbp == rbp &&
-                (k == 0) == (count == 0)) {  // an exact ip with an exact ip
-                if (walk_memo_still_holds(previous, k, previous_count)) {
-                    int rest = previous_count - k < max_frames - count ? previous_count - k : max_frames - count;
-                    for (int i = 0; i < rest; ++i) {
-                        ips[count + i] = previous[k + i].ip;
-                        out[count + i] = previous[k + i];
-                    }
-                    return settle(memo, count + rest, rest == previous_count - k, exact_first);
-                }
-                previous = nullptr;  // the stacks part here: walk on
+        int met = previous.meeting(at, count);
+        if (met >= 0) {
+            int left = previous.count - met;
+            int rest = left < max_frames - count ? left : max_frames - count;
+            for (int i = 0; i < rest; ++i) {
+                ips[count + i] = previous.frames[met + i].ip;
+                out[count + i] = previous.frames[met + i];
             }
+            return settle(memo, count + rest, rest == left, exact_first);
         }
-        ips[count] = ip;
-        FrameRule rule = rule_at(lookup);
+        ips[count] = at.ip;
+        FrameRule rule = rule_at(at.lookup);
         if (rule.kind == FrameRule::Outermost) {
-            out[memo ? count : 0] = {ip, rsp, rbp, 0, 0};
+            out[memo ? count : 0] = {at.ip, at.rsp, at.rbp, 0, 0};
             return settle(memo, count + 1, true, exact_first);
         }
-        if (rule.kind != FrameRule::Step) return -1;
-        uint64_t cfa = (rule.cfa_from_rbp ? rbp : rsp) + static_cast<int64_t>(rule.cfa_offset);
-        // A stack that does not go up, or a frame larger than a thread's whole default stack
-        // (an rbp the code used for something else): libunwind judges it.
-        if (cfa <= rsp || cfa - rsp > kMaxFrameBytes) return -1;
-        uint64_t return_address = *reinterpret_cast<const uint64_t*>(cfa + rule.ra_offset);
-        out[memo ? count : 0] = {ip, rsp, rbp, rule.ra_offset, rule.rbp_saved ? rule.rbp_offset : 0};
+        if (rule.kind != FrameRule::Step || !step_to_caller(at, rule, out[memo ? count : 0])) return -1;
         ++count;
-        if (rule.rbp_saved) rbp = *reinterpret_cast<const uint64_t*>(cfa + rule.rbp_offset);
-        if (return_address == 0) return -1;
-        rsp = cfa;
-        ip = return_address;
-        lookup = return_address - 1;
     }
     return settle(memo, count, false, exact_first);
 }

@@ -13,14 +13,15 @@ namespace {
 constexpr size_t kWindows = 200;
 constexpr double kWindowS = 0.05;
 
-GrowthSeries empty_series() {
+// `windows` windows of `window_s` seconds with nothing born, dead or surviving, all of them work.
+GrowthSeries empty_series(size_t windows = kWindows, double window_s = kWindowS) {
     GrowthSeries s;
-    s.window_s = kWindowS;
-    s.births_bytes.assign(kWindows, 0);
-    s.deaths_bytes.assign(kWindows, 0);
-    s.survivor_bytes.assign(kWindows, 0);
+    s.window_s = window_s;
+    s.births_bytes.assign(windows, 0);
+    s.deaths_bytes.assign(windows, 0);
+    s.survivor_bytes.assign(windows, 0);
     s.work_begin = 0;
-    s.work_end = kWindows - 1;
+    s.work_end = windows - 1;
     return s;
 }
 
@@ -115,17 +116,12 @@ TEST(AnalyzerClassifier, GrowthFreedByATeardownIsUnboundedAndSaysSo) {
 TEST(AnalyzerClassifier, InFlightMemoryFreedAtTheEndIsNoGrowth) {
     const std::vector<double> level{0,     1951,  11197, 11812, 22312, 12191, 10246, 5251,  30984, 13683, 35848,
                                     6028,  42238, 47496, 3808,  38662, 56456, 101437, 0,    0,     0};
-    GrowthSeries s;
-    s.window_s = 0.02;
     const size_t n = level.size();
-    s.births_bytes.assign(n, 0);
-    s.deaths_bytes.assign(n, 0);
-    s.survivor_bytes.assign(n, 0);
+    GrowthSeries s = empty_series(n, 0.02);
     for (size_t w = 0; w < n; ++w) {
         const double delta = level[w] - (w ? level[w - 1] : 0);
         (delta > 0 ? s.births_bytes : s.deaths_bytes)[w] = std::abs(delta);
     }
-    s.work_begin = 0;
     s.work_end = n - 2;
     GrowthVerdict v = classify_growth(s);
     EXPECT_NE(v.cls, GrowthClass::Unbounded) << v.reason;
@@ -136,12 +132,8 @@ TEST(AnalyzerClassifier, InFlightMemoryFreedAtTheEndIsNoGrowth) {
 // three time windows, cut into 24 windows of equal work, whose level inside each time window is
 // only an even spread of its births. That is no history: too little to judge.
 TEST(AnalyzerClassifier, WindowsCutFromAFewBusyTimeWindowsAreNoHistory) {
-    GrowthSeries s;
-    s.window_s = 0.01;
     const size_t n = 28;
-    s.births_bytes.assign(n, 0);
-    s.deaths_bytes.assign(n, 0);
-    s.survivor_bytes.assign(n, 0);
+    GrowthSeries s = empty_series(n, 0.01);
     for (size_t w = 0; w < 24; ++w) {
         s.births_bytes[w] = 4200;
         s.window_first_time.push_back(static_cast<uint32_t>(19 + w / 8));
@@ -152,7 +144,6 @@ TEST(AnalyzerClassifier, WindowsCutFromAFewBusyTimeWindowsAreNoHistory) {
         s.window_last_time.push_back(static_cast<uint32_t>(22 + w - 24));
     }
     s.deaths_bytes[24] = 24 * 4200;
-    s.work_begin = 0;
     s.work_end = 24;
     GrowthVerdict v = classify_growth(s);
     EXPECT_EQ(v.cls, GrowthClass::Stable) << v.reason;
@@ -167,12 +158,8 @@ TEST(AnalyzerClassifier, WindowsCutFromAFewBusyTimeWindowsAreNoHistory) {
 // the work after the step begins, so on the work axis the group's active run is three windows
 // wide, though on the clock it spans seconds of idling. Three points are no trend.
 TEST(AnalyzerClassifier, AStepInTheLastFewWindowsOfWorkIsNoHistory) {
-    GrowthSeries s;
-    s.window_s = 0.013;
     const size_t n = 40;
-    s.births_bytes.assign(n, 0);
-    s.deaths_bytes.assign(n, 0);
-    s.survivor_bytes.assign(n, 0);
+    GrowthSeries s = empty_series(n, 0.013);
     for (uint32_t w = 0; w < 37; ++w) {  // start-up: one time window each
         s.window_first_time.push_back(w);
         s.window_last_time.push_back(w);
@@ -181,8 +168,6 @@ TEST(AnalyzerClassifier, AStepInTheLastFewWindowsOfWorkIsNoHistory) {
     s.window_first_time.insert(s.window_first_time.end(), {43, 45, 275});
     s.window_last_time.insert(s.window_last_time.end(), {44, 274, 278});
     for (size_t w = 37; w < n; ++w) s.births_bytes[w] = s.survivor_bytes[w] = 36'000;
-    s.work_begin = 0;
-    s.work_end = n - 1;
     GrowthVerdict v = classify_growth(s);
     EXPECT_EQ(v.cls, GrowthClass::Stable) << v.reason;
     EXPECT_NE(v.reason.find("too little history"), std::string::npos) << v.reason;

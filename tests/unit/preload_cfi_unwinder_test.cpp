@@ -92,16 +92,14 @@ __attribute__((noinline)) Captured shared_bottom() {
     g_sink = g_sink + 1;
     return c;
 }
-__attribute__((noinline)) Captured path_a() {
+template <int Path>
+__attribute__((noinline)) Captured path_to_shared_bottom() {
     Captured c = shared_bottom();
-    g_sink = g_sink + 1;
+    g_sink = g_sink + Path;
     return c;
 }
-__attribute__((noinline)) Captured path_b() {
-    Captured c = shared_bottom();
-    g_sink = g_sink + 2;
-    return c;
-}
+constexpr auto path_a = path_to_shared_bottom<1>;
+constexpr auto path_b = path_to_shared_bottom<2>;
 
 void expect_same(const Captured& c) {
     ASSERT_FALSE(c.gave_up);

@@ -9,7 +9,7 @@
 #include <memory>
 #include <sstream>
 
-#include "analyzer/analyzer.h"
+#include "tools/analyze_command.h"
 #include "common.h"
 #include "progress.h"
 

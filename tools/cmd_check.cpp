@@ -15,7 +15,7 @@
 #include <memory>
 #include <sstream>
 
-#include "analyzer/analyzer.h"
+#include "tools/analyze_command.h"
 #include "common.h"
 #include "progress.h"
 #include "run_command.h"

@@ -11,11 +11,11 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "analyzer/analysis.h"
-#include "analyzer/analysis_diff.h"
-#include "analyzer/analyzer.h"
-#include "analyzer/report_json.h"
-#include "analyzer/trace_error.h"
+#include "analyzer/analysis/analysis.h"
+#include "analyzer/analysis/analysis_diff.h"
+#include "tools/analyze_command.h"
+#include "analyzer/report/report_json.h"
+#include "analyzer/read/trace_error.h"
 #include "common.h"
 
 namespace growtrace::cli {

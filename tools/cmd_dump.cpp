@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "analyzer/analyzer.h"
+#include "tools/analyze_command.h"
 #include "common.h"
 
 namespace growtrace::cli {

@@ -1,7 +1,7 @@
 // growtrace export --format pprof -o OUT.pb.gz [--with-children] TRACE...
 //
 // Writes the profiles of one or more traces in a format other tools read: pprof (gzip-compressed
-// profile.proto, for go tool pprof, Grafana Pyroscope, Parca). See analyzer/export_pprof.h.
+// profile.proto, for go tool pprof, Grafana Pyroscope, Parca). See analyzer/report/export_pprof.h.
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 #include <string.h>
@@ -10,9 +10,9 @@
 #include <fstream>
 #include <memory>
 
-#include "analyzer/export_pprof.h"
-#include "analyzer/trace_error.h"
-#include "analyzer/trace_set.h"
+#include "analyzer/report/export_pprof.h"
+#include "analyzer/read/trace_error.h"
+#include "analyzer/analysis/trace_set.h"
 #include "common.h"
 #include "progress.h"
 

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "contracts/trace_names.h"
-#include "analyzer/analyzer.h"
+#include "tools/analyze_command.h"
 #include "common.h"
 #include "progress.h"
 

@@ -6,7 +6,7 @@
 
 #include <fmt/core.h>
 
-#include "analyzer/report_text.h"
+#include "analyzer/report/report_text.h"
 
 namespace growtrace::cli {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "analyzer/trace_reader.h"
+#include "analyzer/read/trace_reader.h"
 
 namespace growtrace::cli {
 

@@ -7,9 +7,9 @@
 #include <optional>
 #include <set>
 
-#include "analyzer/analysis.h"
-#include "analyzer/program_chain.h"
-#include "analyzer/trace_error.h"
+#include "analyzer/analysis/analysis.h"
+#include "analyzer/analysis/program_chain.h"
+#include "analyzer/read/trace_error.h"
 #include "contracts/trace_names.h"
 
 namespace growtrace::cli {

@@ -5,7 +5,7 @@
 //    through its Exec records to the program at its end. When every launcher before it is a
 //    helper (below), their traces are removed and the program's trace takes the main trace's
 //    name: the file -o named holds the program. Its Process record names the launchers
-//    (analyzer/program_chain.h). Otherwise they stay, and analyze follows the chain.
+//    (analyzer/analysis/program_chain.h). Otherwise they stay, and analyze follows the chain.
 //  - The other traces of the run that are helpers are removed too when they are a launcher's
 //    (what its forks ran, and its subshells: forks that did not exec and whose heap stayed
 //    below kMaxSubshellPeakBytes) or ran another program (a fork that exec'd, an exec'd image,

@@ -12,7 +12,7 @@
 namespace growtrace::e2e {
 namespace {
 
-// analyzer/analyzer.h: the status of `analyze --fail-on-growth` when there is a finding.
+// tools/analyze_command.h: the status of `analyze --fail-on-growth` when there is a finding.
 constexpr int kExitGrowthFound = 3;
 
 class Programs : public ::testing::TestWithParam<TraceMode> {

@@ -25,7 +25,7 @@ std::string text(const json& object, const char* key) {
     return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// A finding or a group of `analyze --json` (analyzer/report_json.cpp).
+// A finding or a group of `analyze --json` (analyzer/report/report_json.cpp).
 StackView parse_stack(const json& entry, bool flagged) {
     StackView stack;
     stack.flagged = flagged;

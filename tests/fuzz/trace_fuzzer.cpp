@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "analyzer/analyzer.h"
+#include "tools/analyze_command.h"
 
 namespace {
 

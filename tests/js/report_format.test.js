@@ -1,4 +1,4 @@
-// The HTML report's pure functions (analyzer/report_html/report_format.js), run by node's own
+// The HTML report's pure functions (analyzer/report/report_html/report_format.js), run by node's own
 // test runner: `node --test tests/js/` (ctest runs it as report_js). The fixture is a real
 // `growtrace analyze --json` of the openai reproduction in threads mode, cut down by hand to 14
 // findings and two root causes.
@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const fs = require('node:fs');
 
-const F = require(path.join(__dirname, '..', '..', 'analyzer', 'report_html', 'report_format.js'));
+const F = require(path.join(__dirname, '..', '..', 'analyzer', 'report', 'report_html', 'report_format.js'));
 const fixture = () => JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'openai_threads_report.json'), 'utf8'));
 // The same report as an analyzer from before root causes wrote it.
 function withoutRootCauses(d) {

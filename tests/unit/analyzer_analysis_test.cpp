@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/analyzer.h"
-#include "analyzer/dump.h"
-#include "analyzer/report_json.h"
-#include "analyzer/report_text.h"
+#include "tools/analyze_command.h"
+#include "analyzer/report/dump.h"
+#include "analyzer/report/report_json.h"
+#include "analyzer/report/report_text.h"
 #include "trace_builder.h"
 
 namespace growtrace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <random>
 
-#include "analyzer/growth_classifier.h"
+#include "analyzer/model/growth_classifier.h"
 
 namespace growtrace {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/analysis.h"
-#include "analyzer/containers.h"
-#include "analyzer/report_json.h"
-#include "analyzer/root_causes.h"
+#include "analyzer/analysis/analysis.h"
+#include "analyzer/model/containers.h"
+#include "analyzer/report/report_json.h"
+#include "analyzer/analysis/root_causes.h"
 
 namespace growtrace {
 namespace {

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "analyzer/analysis_diff.h"
+#include "analyzer/analysis/analysis_diff.h"
 
 namespace growtrace {
 namespace {

@@ -1,11 +1,11 @@
-// The ledger check (analyzer/ledger.h): the file's allocations and frees against the tracer's
+// The ledger check (analyzer/model/ledger.h): the file's allocations and frees against the tracer's
 // Ledger record, in the analysis, its warnings and its JSON.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/analysis.h"
-#include "analyzer/report_json.h"
+#include "analyzer/analysis/analysis.h"
+#include "analyzer/report/report_json.h"
 #include "format/trace_format.h"
 #include "format/varint.h"
 #include "trace_builder.h"

@@ -2,9 +2,9 @@
 // are one) and by what grows (same cache, class or frames), never across programs.
 #include <gtest/gtest.h>
 
-#include "analyzer/merged_analysis.h"
-#include "analyzer/report_merged.h"
-#include "analyzer/root_causes.h"
+#include "analyzer/analysis/merged_analysis.h"
+#include "analyzer/report/report_merged.h"
+#include "analyzer/analysis/root_causes.h"
 
 namespace growtrace {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/export_pprof.h"
-#include "analyzer/protobuf_writer.h"
+#include "analyzer/report/export_pprof.h"
+#include "analyzer/report/protobuf_writer.h"
 
 namespace growtrace {
 namespace {

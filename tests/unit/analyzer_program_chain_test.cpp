@@ -1,4 +1,4 @@
-// Which program a trace is of, and its launchers (analyzer/program_chain.h): the Process
+// Which program a trace is of, and its launchers (analyzer/analysis/program_chain.h): the Process
 // record's launchers field, its absence in older traces, the names the reports give them, and
 // the chain followed through Exec records to the program at its end.
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/analyzer.h"
-#include "analyzer/program_chain.h"
+#include "tools/analyze_command.h"
+#include "analyzer/analysis/program_chain.h"
 #include "format/record_encoder.h"
 #include "trace_builder.h"
 

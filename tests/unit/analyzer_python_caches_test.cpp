@@ -3,7 +3,7 @@
 
 #include "format/trace_format.h"
 
-#include "analyzer/python_caches.h"
+#include "analyzer/model/python_caches.h"
 
 #include <algorithm>
 #include <cmath>

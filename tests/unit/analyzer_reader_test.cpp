@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "analyzer/record_decoder.h"
-#include "analyzer/trace_error.h"
+#include "analyzer/read/record_decoder.h"
+#include "analyzer/read/trace_error.h"
 #include "format/checksum.h"
 #include "trace_builder.h"
 

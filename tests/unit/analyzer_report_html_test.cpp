@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "analyzer/report_html.h"
+#include "analyzer/report/report_html.h"
 
 namespace growtrace {
 namespace {

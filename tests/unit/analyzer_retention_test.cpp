@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "analyzer/retention.h"
+#include "analyzer/model/retention.h"
 
 namespace growtrace {
 namespace {

@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzer/analysis.h"
-#include "analyzer/report_json.h"
-#include "analyzer/report_text.h"
-#include "analyzer/root_causes.h"
+#include "analyzer/analysis/analysis.h"
+#include "analyzer/report/report_json.h"
+#include "analyzer/report/report_text.h"
+#include "analyzer/analysis/root_causes.h"
 
 namespace growtrace {
 namespace {
@@ -299,6 +299,7 @@ TEST(RootCauses, TextNamesTheLibrarysOtherPathsAsEvidence) {
     const nlohmann::json j = report_json(r);
     EXPECT_EQ(j["root_causes"][0]["members"][0]["relation"], "same_library_call");
 }
+
 
 }  // namespace
 }  // namespace growtrace

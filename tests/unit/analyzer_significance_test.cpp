@@ -1,4 +1,4 @@
-// Significance of unbounded growth (analyzer/growth_classifier.h, judge_significance): what a
+// Significance of unbounded growth (analyzer/model/growth_classifier.h, judge_significance): what a
 // user would act on is a grower that will matter in a day or that is a real part of what the
 // heap gains; a slow trickle beside a large grower is listed, not reported as a finding.
 #include <gtest/gtest.h>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/analyzer.h"
-#include "analyzer/growth_classifier.h"
+#include "tools/analyze_command.h"
+#include "analyzer/model/growth_classifier.h"
 #include "trace_builder.h"
 
 namespace growtrace {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "analyzer/symbolizer.h"
+#include "analyzer/model/symbolizer.h"
 
 namespace growtrace {
 

@@ -1,4 +1,4 @@
-// Growth judged against the work done, not the clock (analyzer/work_axis.h): the windows of
+// Growth judged against the work done, not the clock (analyzer/model/work_axis.h): the windows of
 // equal work, and whole synthetic traces whose verdict a stall or a change of pace must not
 // change.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/analyzer.h"
-#include "analyzer/work_axis.h"
+#include "tools/analyze_command.h"
+#include "analyzer/model/work_axis.h"
 #include "format/trace_format.h"
 #include "trace_builder.h"
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/analysis.h"
-#include "analyzer/record_decoder.h"
+#include "analyzer/analysis/analysis.h"
+#include "analyzer/read/record_decoder.h"
 #include "format/record_encoder.h"
 #include "format/trace_format.h"
 #include "format/varint.h"
@@ -491,7 +491,7 @@ TEST_F(TraceCompactorTest, FreesTheTraceCannotMatchLeaveNothingBehind) {
 }
 
 // The ledger at the end of a trace: what the hooks recorded, what was written, and why the two
-// differ; the reader checks the file against it (analyzer/ledger.h).
+// differ; the reader checks the file against it (analyzer/model/ledger.h).
 TEST_F(TraceCompactorTest, TheLedgerCountsEveryEventAndWhyAFreeWasNotWritten) {
     RunBuilder run;
     run.thread(1, 0).free(5, kB).alloc(10, 100, kA, 1).alloc(20, 200, kA, 2).alloc(30, 300, kB, 3).free(40, kB);

@@ -70,8 +70,9 @@ struct TraceFamily {
     }
 
     // name -> (size, mtime) of every family member other than the main trace.
-    std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> members() const {
-        std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> found;
+    using Members = std::map<std::string, std::pair<uintmax_t, fs::file_time_type>>;
+    Members members() const {
+        Members found;
         std::error_code ec;
         for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
             std::string name = it->path().filename().string();
@@ -203,35 +204,99 @@ void add_run_options(CLI::App* sub, RunOptions& options) {
     add_sampling_options(sub, options.sampling, "Default: every allocation (--full).");
 }
 
+namespace {
+
+// The command's program found in PATH, or the error line that says why it cannot run (written).
+std::optional<std::string> resolve_program(const std::string& word) {
+    auto resolved = find_in_path(word);
+    if (resolved) return resolved;
+    struct stat st {};
+    if (word.find('/') != std::string::npos && stat(word.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) error(fmt::format("cannot execute {}: Is a directory", word));
+        else error(fmt::format("cannot execute {}: Permission denied", word));
+    } else {
+        error(fmt::format("command not found: {}", word));
+    }
+    return std::nullopt;
+}
+
+// The preload library's path, or nothing after the error line that says why it cannot be used.
+std::optional<std::string> usable_preload_library() {
+    std::string library = preload_library_path();
+    if (access(library.c_str(), R_OK) != 0) {
+        error(fmt::format("preload library not found: {} (build it, or set GROWTRACE_PRELOAD "
+                          "to the path of libgrowtrace.so)",
+                          library));
+        return std::nullopt;
+    }
+    if (library.find_first_of(" :") != std::string::npos) {
+        error(fmt::format("the preload library path {} contains a space or ':', which "
+                          "LD_PRELOAD cannot express",
+                          library));
+        return std::nullopt;
+    }
+    return library;
+}
+
+// The traces the run left, said one line each: the program's (an exec chain folded into it,
+// helpers' traces dropped: trace_folding.h), then its children's; or why there is none.
+void report_traces(const RunOptions& options, const std::string& output, const TraceFamily& family,
+                   const TraceFamily::Members& members_before, pid_t pid,
+                   const std::string& resolved, const ChildExit& exit_status, RunOutcome* outcome) {
+    // If the name was taken by the time the tracer started, it wrote <stem>.<pid>.gtrace.
+    std::string fallback = trace_names::forked_child(family.main_name, pid);
+    std::string written;
+    struct stat st {};
+    if (stat(output.c_str(), &st) == 0 && st.st_size > 0) {
+        written = output;
+    } else if (!members_before.contains(fallback) && stat((family.directory / fallback).c_str(), &st) == 0 &&
+               st.st_size > 0) {
+        written = (family.directory / fallback).string();
+    }
+    std::vector<std::string> others;
+    for (const auto& [name, stamp] : family.members()) {
+        if ((family.directory / name).string() == written) continue;
+        auto old = members_before.find(name);
+        if (old != members_before.end() && old->second == stamp) continue;
+        others.push_back((family.directory / name).string());
+    }
+    std::string summary;
+    if (!written.empty()) {
+        FoldedTraces folded = fold_traces(written, others, !options.keep_helper_traces);
+        written = folded.program_trace;
+        others = folded.kept;
+        summary = folding_summary(folded);
+    }
+    if (!written.empty()) {
+        if (outcome) outcome->trace = written;
+        note(fmt::format("trace written to {}", written));
+    } else {
+        if (stat(output.c_str(), &st) == 0 && st.st_size == 0) unlink(output.c_str());
+        note(fmt::format("no trace was written to {}: {}", output, why_no_trace(resolved, exit_status)));
+    }
+    if (!summary.empty()) note(summary);
+    for (const std::string& path : others) {
+        std::string name = fs::path(path).filename().string();
+        bool exec_image = trace_names::relation(name, family.main_name) == trace_names::Relation::ExecImage;
+        if (outcome) outcome->other_traces.push_back(path);
+        note(fmt::format("trace of {} written to {}", exec_image ? "an exec'd program" : "a child process", path));
+    }
+}
+
+}  // namespace
+
 int run_command(const RunOptions& options, std::vector<std::string> command, RunOutcome* outcome) {
     if (command.empty()) {
         return error("no command given; usage: growtrace run [OPTIONS] -- COMMAND [ARGS...]");
     }
     const std::string& word = command[0];
-    auto resolved = find_in_path(word);
-    if (!resolved) {
-        struct stat st {};
-        if (word.find('/') != std::string::npos && stat(word.c_str(), &st) == 0) {
-            if (S_ISDIR(st.st_mode)) return error(fmt::format("cannot execute {}: Is a directory", word));
-            return error(fmt::format("cannot execute {}: Permission denied", word));
-        }
-        return error(fmt::format("command not found: {}", word));
-    }
+    auto resolved = resolve_program(word);
+    if (!resolved) return kExitError;
     if (auto problem = check_preloadable(word, *resolved)) return error(*problem);
     std::optional<uint64_t> sample_bytes = options.sampling.bytes(0);
     if (!sample_bytes) return kExitError;
-
-    std::string library = preload_library_path();
-    if (access(library.c_str(), R_OK) != 0) {
-        return error(fmt::format("preload library not found: {} (build it, or set GROWTRACE_PRELOAD "
-                                 "to the path of libgrowtrace.so)",
-                                 library));
-    }
-    if (library.find_first_of(" :") != std::string::npos) {
-        return error(fmt::format("the preload library path {} contains a space or ':', which "
-                                 "LD_PRELOAD cannot express",
-                                 library));
-    }
+    std::optional<std::string> library = usable_preload_library();
+    if (!library) return kExitError;
 
     Launcher launcher;
     pid_t pid = launcher.start(*resolved, command);
@@ -247,9 +312,9 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
     }
 
     TraceFamily family(output);
-    auto members_before = traced ? family.members() : decltype(family.members()){};
+    TraceFamily::Members members_before = traced ? family.members() : TraceFamily::Members{};
 
-    int exec_errno = launcher.release(traced ? traced_environment(library, output, options, *sample_bytes)
+    int exec_errno = launcher.release(traced ? traced_environment(*library, output, options, *sample_bytes)
                                              : current_environment());
     crash_here_for_tests("run-wait");
     ChildExit exit_status = launcher.wait();
@@ -257,48 +322,7 @@ int run_command(const RunOptions& options, std::vector<std::string> command, Run
         return error(fmt::format("cannot execute {}: {}", *resolved, strerror(exec_errno)));
     }
     if (outcome) outcome->started = true;
-
-    if (traced) {
-        // If the name was taken by the time the tracer started, it wrote <stem>.<pid>.gtrace.
-        std::string fallback = trace_names::forked_child(family.main_name, pid);
-        std::string written;
-        struct stat st {};
-        if (stat(output.c_str(), &st) == 0 && st.st_size > 0) {
-            written = output;
-        } else if (!members_before.contains(fallback) &&
-                   stat((family.directory / fallback).c_str(), &st) == 0 && st.st_size > 0) {
-            written = (family.directory / fallback).string();
-        }
-        std::vector<std::string> others;
-        for (const auto& [name, stamp] : family.members()) {
-            if ((family.directory / name).string() == written) continue;
-            auto old = members_before.find(name);
-            if (old != members_before.end() && old->second == stamp) continue;
-            others.push_back((family.directory / name).string());
-        }
-        std::string summary;
-        if (!written.empty()) {
-            // An exec chain is one program; helpers leave no trace (trace_folding.h).
-            FoldedTraces folded = fold_traces(written, others, !options.keep_helper_traces);
-            written = folded.program_trace;
-            others = folded.kept;
-            summary = folding_summary(folded);
-        }
-        if (!written.empty()) {
-            if (outcome) outcome->trace = written;
-            note(fmt::format("trace written to {}", written));
-        } else {
-            if (stat(output.c_str(), &st) == 0 && st.st_size == 0) unlink(output.c_str());
-            note(fmt::format("no trace was written to {}: {}", output, why_no_trace(*resolved, exit_status)));
-        }
-        if (!summary.empty()) note(summary);
-        for (const std::string& path : others) {
-            std::string name = fs::path(path).filename().string();
-            bool exec_image = trace_names::relation(name, family.main_name) == trace_names::Relation::ExecImage;
-            if (outcome) outcome->other_traces.push_back(path);
-            note(fmt::format("trace of {} written to {}", exec_image ? "an exec'd program" : "a child process", path));
-        }
-    }
+    if (traced) report_traces(options, output, family, members_before, pid, *resolved, exit_status, outcome);
 
     if (exit_status.signaled) {
         note(fmt::format("command killed by signal {} ({})", exit_status.status,

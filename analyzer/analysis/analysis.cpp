@@ -695,14 +695,10 @@ size_t finding_count(const AnalysisResult& r) {
     return r.findings.size() + r.cache_findings.size() + r.type_findings.size() + r.container_findings.size();
 }
 
-AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions& options) {
-    RetentionModel model;
-    Symbolizer symbolizer;
-    Collector c(model, symbolizer);
-    const ReadSummary summary = read_trace(path, c);
-    c.finish_python();
+namespace {
 
-    AnalysisResult out;
+// What the trace says of its process, as it is.
+void copy_process_facts(const ReadSummary& summary, Collector& c, AnalysisResult& out) {
     out.trace_format_version = summary.version;
     out.ended_cleanly = summary.ended_cleanly;
     out.ledger = c.ledger;
@@ -714,22 +710,23 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     out.argv = c.argv;
     out.start_realtime_ns = c.start_realtime_ns;
     out.modules = std::move(c.modules);
-    const uint64_t last_ticks = std::max(c.last_ticks, model.max_ticks());
+}
 
-    RetentionResult r = model.finish();
-    c.clock.fit();
+// The window width in seconds, windows merged first where they are narrower than
+// kMinWindowSeconds.
+double coarsen_windows(RetentionResult& r, const Collector& c) {
     double window_s = static_cast<double>(r.window_ticks()) * c.clock.ns_per_tick() / 1e9;
     if (window_s > 0 && window_s < kMinWindowSeconds) {
         const unsigned extra = static_cast<unsigned>(std::ceil(std::log2(kMinWindowSeconds / window_s)));
         r.coarsen(extra);
         window_s *= std::ldexp(1.0, static_cast<int>(extra));
     }
-    out.window_s = window_s;
-    out.duration_s = std::max(0.0, c.clock.seconds(static_cast<double>(last_ticks)));
-    out.totals = r.totals;
+    return window_s;
+}
 
-    // The span in which the program did any heap work at all, up to the agent's collection at
-    // the shutdown mark (a large heap takes a while to collect: that is no plateau).
+// The span of windows in which the program did any heap work at all, up to the agent's
+// collection at the shutdown mark (a large heap takes a while to collect: that is no plateau).
+std::pair<size_t, size_t> work_span(const RetentionResult& r, const Collector& c) {
     size_t work_begin = 0, work_end = 0;
     bool any = false;
     uint32_t work_limit = r.num_windows;
@@ -742,36 +739,48 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
             work_end = w;
             any = true;
         }
-    const WorkAxis axis = work_axis_of(r, window_s, work_begin, work_end, c.sample_period != 0);
+    return {work_begin, work_end};
+}
 
-    // Only stacks that ever held a significant amount are symbolized and classified: the rest
-    // cannot become findings and symbolizing them all would dominate the run time.
+// Stacks with the same frames, merged: their retention and their report under way.
+struct StackGroups {
     std::map<std::string, GroupReport> by_frames;
     std::map<std::string, StackRetention> merged;
-    std::vector<RawStackFigures> raw_stacks;
-    std::unordered_map<uint64_t, Judged> judged;  // by stack id
+};
+
+// Only stacks that ever held a significant amount are symbolized and classified: the rest
+// cannot become findings and symbolizing them all would dominate the run time. With
+// `raw_stacks`, every stack's figures are kept for the profile exports.
+StackGroups group_significant_stacks(RetentionResult& r, Collector& c, Symbolizer& symbolizer,
+                                     std::vector<RawStackFigures>* raw_stacks) {
+    StackGroups groups;
     for (StackRetention& s : r.stacks) {
-        if (options.stack_profiles)
-            raw_stacks.push_back({s.stack_id, s.live_bytes, s.live_count, s.allocated_bytes, s.allocations});
+        if (raw_stacks)
+            raw_stacks->push_back({s.stack_id, s.live_bytes, s.live_count, s.allocated_bytes, s.allocations});
         if (peak_of(s.bins) < kMinSignificantBytes) continue;
         const uint64_t id = s.stack_id;
         std::vector<Frame> frames = resolve_stack(id, c, symbolizer);
         const std::string key = frames_key(frames);
-        auto [it, inserted] = merged.try_emplace(key);
+        auto [it, inserted] = groups.merged.try_emplace(key);
         if (inserted) {
             it->second = std::move(s);
-            by_frames[key].frames = std::move(frames);
+            groups.by_frames[key].frames = std::move(frames);
         } else {
             merge_into(it->second, s);
         }
-        by_frames[key].stack_ids.push_back(id);
+        groups.by_frames[key].stack_ids.push_back(id);
     }
+    return groups;
+}
 
-    out.timeline = build_timeline(r, c, window_s);
-    for (auto& [key, s] : merged) {
-        GroupReport g = std::move(by_frames[key]);
+// Each group classified and sorted into findings (unbounded and significant) and the other
+// groups, largest retained first. With `judged`, every stack's group verdict is kept too.
+void classify_groups(StackGroups& groups, const RetentionResult& r, const WorkAxis& axis, double window_s,
+                     uint64_t sample_period, std::unordered_map<uint64_t, Judged>* judged, AnalysisResult& out) {
+    for (auto& [key, s] : groups.merged) {
+        GroupReport g = std::move(groups.by_frames[key]);
         g.frames = fold_interpreter_frames(g.frames);
-        g.verdict = classify_growth(dense_series(s, axis, window_s, c.sample_period));
+        g.verdict = classify_growth(dense_series(s, axis, window_s, sample_period));
         g.retained_bytes = rounded(s.live_bytes);
         g.live_allocations = rounded(s.live_count);
         g.allocations = rounded(s.allocations);
@@ -780,10 +789,10 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
         g.live_samples = s.live_samples;
         g.retained_bytes_stderr = std::sqrt(std::max(0.0, s.live_bytes_variance));
         g.retained_series = retained_series(s.bins, r.num_windows);
-        if (options.stack_profiles)
+        if (judged)
             for (uint64_t id : g.stack_ids)
-                judged[id] = Judged{growth_class_name(g.verdict.cls), g.verdict.slope_bytes_per_s, s.live_bytes,
-                                    g.stack_ids.size()};
+                (*judged)[id] = Judged{growth_class_name(g.verdict.cls), g.verdict.slope_bytes_per_s, s.live_bytes,
+                                       g.stack_ids.size()};
         if (g.verdict.cls == GrowthClass::Unbounded)
             g.significance = judge_significance(g.verdict, heap_growth_during(out.timeline, g.verdict));
         if (g.verdict.cls == GrowthClass::Unbounded && g.significance.significant) out.findings.push_back(std::move(g));
@@ -793,12 +802,12 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     std::sort(out.findings.begin(), out.findings.end(), by_retained);
     std::sort(out.groups.begin(), out.groups.end(), by_retained);
     if (out.groups.size() > kMaxReportedGroups) out.groups.resize(kMaxReportedGroups);
+}
 
-    add_python_findings(out, c, symbolizer, work_clock_of(r, window_s, c.sample_period != 0));
-    add_container_findings(out, c, symbolizer);
-    out.root_causes = find_root_causes(out);
-    if (options.stack_profiles) build_stack_profiles(raw_stacks, c, symbolizer, judged, out);
-
+// What the reader should know about the trace itself: empty, cut short, the tracer's own
+// errors, a ledger that does not balance, the symbolizer's misses.
+void add_trace_warnings(const ReadSummary& summary, const RetentionResult& r, Collector& c, Symbolizer& symbolizer,
+                        AnalysisResult& out) {
     if (summary.records == 0)
         out.warnings.push_back(fmt::format("trace holds no records, only its {}-byte file header: the process ended, "
                                            "exec'd or was killed (or the disk filled) before the tracer's first flush; "
@@ -816,6 +825,40 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     if (r.totals.untraced_reuses)
         out.warnings.push_back(fmt::format("{} allocations had their address reused without a traced free", r.totals.untraced_reuses));
     for (auto& w : symbolizer.take_warnings()) out.warnings.push_back(std::move(w));
+}
+
+}  // namespace
+
+AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions& options) {
+    RetentionModel model;
+    Symbolizer symbolizer;
+    Collector c(model, symbolizer);
+    const ReadSummary summary = read_trace(path, c);
+    c.finish_python();
+
+    AnalysisResult out;
+    copy_process_facts(summary, c, out);
+    const uint64_t last_ticks = std::max(c.last_ticks, model.max_ticks());
+    RetentionResult r = model.finish();
+    c.clock.fit();
+    const double window_s = coarsen_windows(r, c);
+    out.window_s = window_s;
+    out.duration_s = std::max(0.0, c.clock.seconds(static_cast<double>(last_ticks)));
+    out.totals = r.totals;
+
+    const auto [work_begin, work_end] = work_span(r, c);
+    const WorkAxis axis = work_axis_of(r, window_s, work_begin, work_end, c.sample_period != 0);
+    std::vector<RawStackFigures> raw_stacks;
+    std::unordered_map<uint64_t, Judged> judged;  // by stack id
+    StackGroups groups = group_significant_stacks(r, c, symbolizer, options.stack_profiles ? &raw_stacks : nullptr);
+    out.timeline = build_timeline(r, c, window_s);
+    classify_groups(groups, r, axis, window_s, c.sample_period, options.stack_profiles ? &judged : nullptr, out);
+
+    add_python_findings(out, c, symbolizer, work_clock_of(r, window_s, c.sample_period != 0));
+    add_container_findings(out, c, symbolizer);
+    out.root_causes = find_root_causes(out);
+    if (options.stack_profiles) build_stack_profiles(raw_stacks, c, symbolizer, judged, out);
+    add_trace_warnings(summary, r, c, symbolizer, out);
     return out;
 }
 

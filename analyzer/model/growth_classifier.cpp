@@ -197,8 +197,9 @@ GrowthVerdict classify_growth(const GrowthSeries& s) {
 
 namespace {
 
-GrowthVerdict classify_levels(const GrowthSeries& s) {
-    GrowthVerdict v;
+// The level held at the end of each window (births minus deaths so far); sets the verdict's
+// peak and end.
+std::vector<double> levels_of(const GrowthSeries& s, GrowthVerdict& v) {
     const size_t n = s.births_bytes.size();
     std::vector<double> level(n);
     double acc = 0;
@@ -208,90 +209,80 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
         v.retained_peak = std::max(v.retained_peak, acc);
     }
     v.retained_end = n ? level[n - 1] : 0;
+    return level;
+}
 
-    auto first_birth = std::find_if(s.births_bytes.begin(), s.births_bytes.end(), [](double b) { return b > 0; });
-    if (first_birth == s.births_bytes.end()) {
-        v.reason = "no allocations";
-        return v;
+// A teardown at the very end of the work: the group is judged on what came before it, so the
+// span and the levels end where the final fall begins. The memory freed then was born when it
+// was, but the trace does not say when: the survivors test is left out. True when cut.
+bool cut_at_teardown(const GrowthSeries& s, std::vector<double>& level, Span& span, GrowthVerdict& v) {
+    std::vector<double> t(span.size()), held(span.size());
+    for (size_t w = span.first; w <= span.last; ++w) {
+        t[w - span.first] = static_cast<double>(w);
+        held[w - span.first] = level[w];
     }
-    Span span;
-    span.first = static_cast<size_t>(first_birth - s.births_bytes.begin());
-    span.last = (s.work_end >= span.first && s.work_end < n) ? s.work_end : n - 1;
-    v.started_at_s = start_of(s, span.first);
+    const std::ptrdiff_t before =
+        teardown_point(t, held, static_cast<double>(span.first), static_cast<double>(kTeardownMinWindows));
+    if (before < 0 || held[static_cast<size_t>(before)] < kMinSignificantBytes) return false;
+    const size_t last_held = span.first + static_cast<size_t>(before);
+    v.teardown_at_s = end_of(s, last_held);
+    v.released_at_teardown = level[last_held] - level[span.last];
+    span.last = last_held;
+    level.resize(last_held + 1);
+    v.retained_end = level.back();
+    return true;
+}
 
-    // A teardown at the very end of the work: the group is judged on what came before it. The
-    // memory freed then was born when it was, but the trace does not say when: the survivors
-    // test is left out.
-    bool torn_down = false;
-    {
-        std::vector<double> t(span.size()), held(span.size());
-        for (size_t w = span.first; w <= span.last; ++w) {
-            t[w - span.first] = static_cast<double>(w);
-            held[w - span.first] = level[w];
-        }
-        const std::ptrdiff_t before = teardown_point(t, held, static_cast<double>(span.first),
-                                                     static_cast<double>(kTeardownMinWindows));
-        if (before >= 0 && held[static_cast<size_t>(before)] >= kMinSignificantBytes) {
-            torn_down = true;
-            const size_t last_held = span.first + static_cast<size_t>(before);
-            v.teardown_at_s = end_of(s, last_held);
-            v.released_at_teardown = level[last_held] - level[span.last];
-            span.last = last_held;
-            level.resize(last_held + 1);
-            v.retained_end = level.back();
-        }
-    }
-
+// The verdicts that need no trend: small, freed, churning. True when one was given.
+bool judged_without_trend(const std::vector<double>& level, GrowthVerdict& v) {
     if (v.retained_peak < kMinSignificantBytes) {
         v.cls = GrowthClass::Stable;
         v.reason = fmt::format("small: peak {}", human_bytes(v.retained_peak));
-        return v;
+        return true;
     }
     if (v.retained_end < kTransientRemainFraction * v.retained_peak) {
         v.cls = GrowthClass::Transient;
         v.confidence = 1 - v.retained_end / v.retained_peak;
         v.reason = fmt::format("freed: {} of a peak of {} remain at the end", human_bytes(v.retained_end),
                                human_bytes(v.retained_peak));
-        return v;
+        return true;
     }
     const int cycles = count_fill_empty_cycles(level, v.retained_peak);
     if (cycles >= kSawtoothMinCycles) {
         v.cls = GrowthClass::Transient;
         v.confidence = std::min(1.0, cycles / 4.0);
         v.reason = fmt::format("churns: filled and emptied {} times (peak {})", cycles, human_bytes(v.retained_peak));
-        return v;
+        return true;
     }
+    return false;
+}
 
-    const std::vector<double> active(level.begin() + static_cast<std::ptrdiff_t>(span.first),
-                                     level.begin() + static_cast<std::ptrdiff_t>(span.last) + 1);
-    // The rates a user reads are the span's average growth, per second and per allocation; the
-    // tests below compare robust slopes per window of work.
-    const Rates rates = rates_over(s, span);
-    v.growth_bytes = v.retained_end - level_before(level, span.first);
-    const double mean_slope = v.growth_bytes / static_cast<double>(span.size());
-    v.slope_bytes_per_s = mean_slope * rates.per_window_to_per_s;
-    v.bytes_per_1k_allocations = mean_slope * rates.per_window_to_per_1k_allocations;
-    v.plateau_at_s = plateau_time(level, v.retained_end, s);
-
-    // A trend needs enough points on both axes: moments of the program's life (a burst of work
-    // cut into many windows is a few moments), and windows of its work (a step just before the
-    // program goes idle spans seconds of the clock but two or three windows of work, on which
-    // the quarters and the late half below are a window or none each).
-    const size_t history = history_of(s, span);
+// A trend needs enough points on both axes: moments of the program's life (a burst of work cut
+// into many windows is a few moments), and windows of its work (a step just before the program
+// goes idle spans seconds of the clock but two or three windows of work, on which the quarters
+// and the late half are a window or none each). True when there are too few: then Stable.
+bool too_little_history(size_t history, const Span& span, GrowthVerdict& v) {
     if (history < kMinHistoryWindows) {
         v.cls = GrowthClass::Stable;
         v.reason = fmt::format("active in only {} windows of the run: too little history to judge", history);
-        return v;
+        return true;
     }
     if (span.size() < kMinHistoryWindows) {
         v.cls = GrowthClass::Stable;
         v.reason = fmt::format("active in only the last {} of the program's windows of work: too little history to "
                                "judge",
                                span.size());
-        return v;
+        return true;
     }
+    return false;
+}
 
-    // The checks an unbounded group must pass; the first failure is the reason it is not one.
+// Unbounded when every check passes, else Bounded with the first check that failed as the
+// reason. Slopes are robust slopes per window of work.
+void judge_trend(const GrowthSeries& s, const std::vector<double>& level, const Span& span, bool torn_down,
+                 size_t history, const Rates& rates, GrowthVerdict& v) {
+    const std::vector<double> active(level.begin() + static_cast<std::ptrdiff_t>(span.first),
+                                     level.begin() + static_cast<std::ptrdiff_t>(span.last) + 1);
     const double growth = v.retained_end - level_before(level, span.first);
     const double quarter_share = growth > 0 ? min_quarter_share(level, span, growth) : 0;
     const std::vector<double> late(active.begin() + static_cast<std::ptrdiff_t>(active.size() / 2), active.end());
@@ -320,24 +311,51 @@ GrowthVerdict classify_levels(const GrowthSeries& s) {
         failed = fmt::format("survivors born in only {} of {} periods (turnover, not accumulation)",
                              survivor_periods, periods);
 
-    if (failed.empty()) {
-        v.cls = GrowthClass::Unbounded;
-        const double c_quarters = std::min(1.0, quarter_share / kConfidentShare);
-        const double c_late = std::min(1.0, late_ratio / kConfidentShare);
-        const double c_survivors =
-            torn_down ? 1.0 : static_cast<double>(survivor_periods) / static_cast<double>(periods);
-        const double c_history = std::min(1.0, static_cast<double>(history) / kConfidentHistoryWindows);
-        v.confidence =
-            std::clamp((c_quarters + c_late + c_survivors + c_history) / kUnboundedConfidenceTerms, 0.0, 1.0);
-        v.reason = torn_down ? fmt::format("grew in every quarter of the run until a teardown at {:.2f} s released {}",
-                                           v.teardown_at_s, human_bytes(v.released_at_teardown))
-                             : fmt::format("grew in every quarter of the run; survivors born in {} of {} periods",
-                                           survivor_periods, periods);
+    if (!failed.empty()) {
+        v.cls = GrowthClass::Bounded;
+        v.confidence = kBoundedMinConfidence + (1 - kBoundedMinConfidence) * std::clamp(1 - late_ratio, 0.0, 1.0);
+        v.reason = failed;
+        return;
+    }
+    v.cls = GrowthClass::Unbounded;
+    const double c_quarters = std::min(1.0, quarter_share / kConfidentShare);
+    const double c_late = std::min(1.0, late_ratio / kConfidentShare);
+    const double c_survivors = torn_down ? 1.0 : static_cast<double>(survivor_periods) / static_cast<double>(periods);
+    const double c_history = std::min(1.0, static_cast<double>(history) / kConfidentHistoryWindows);
+    v.confidence = std::clamp((c_quarters + c_late + c_survivors + c_history) / kUnboundedConfidenceTerms, 0.0, 1.0);
+    v.reason = torn_down ? fmt::format("grew in every quarter of the run until a teardown at {:.2f} s released {}",
+                                       v.teardown_at_s, human_bytes(v.released_at_teardown))
+                         : fmt::format("grew in every quarter of the run; survivors born in {} of {} periods",
+                                       survivor_periods, periods);
+}
+
+GrowthVerdict classify_levels(const GrowthSeries& s) {
+    GrowthVerdict v;
+    std::vector<double> level = levels_of(s, v);
+    const size_t n = level.size();
+    auto first_birth = std::find_if(s.births_bytes.begin(), s.births_bytes.end(), [](double b) { return b > 0; });
+    if (first_birth == s.births_bytes.end()) {
+        v.reason = "no allocations";
         return v;
     }
-    v.cls = GrowthClass::Bounded;
-    v.confidence = kBoundedMinConfidence + (1 - kBoundedMinConfidence) * std::clamp(1 - late_ratio, 0.0, 1.0);
-    v.reason = failed;
+    Span span;
+    span.first = static_cast<size_t>(first_birth - s.births_bytes.begin());
+    span.last = (s.work_end >= span.first && s.work_end < n) ? s.work_end : n - 1;
+    v.started_at_s = start_of(s, span.first);
+    const bool torn_down = cut_at_teardown(s, level, span, v);
+    if (judged_without_trend(level, v)) return v;
+
+    // The rates a user reads are the span's average growth, per second and per allocation.
+    const Rates rates = rates_over(s, span);
+    v.growth_bytes = v.retained_end - level_before(level, span.first);
+    const double mean_slope = v.growth_bytes / static_cast<double>(span.size());
+    v.slope_bytes_per_s = mean_slope * rates.per_window_to_per_s;
+    v.bytes_per_1k_allocations = mean_slope * rates.per_window_to_per_1k_allocations;
+    v.plateau_at_s = plateau_time(level, v.retained_end, s);
+
+    const size_t history = history_of(s, span);
+    if (too_little_history(history, span, v)) return v;
+    judge_trend(s, level, span, torn_down, history, rates, v);
     return v;
 }
 

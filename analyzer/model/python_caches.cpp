@@ -302,155 +302,223 @@ std::vector<Step> PythonTracker::on_work_axis(const std::vector<Step>& steps) co
     return out;
 }
 
-PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seconds, double end_s) {
-    PythonFindings out;
-    // Which class objects (by address) were alive at the end: the latest class created at an
-    // address, if its allocation was not freed.
-    // The class at an address when a key held it: the latest one created before; failing
-    // that the first reported after, since a garbage-collector scan (the static build's
-    // source) reports a class at the next collection, after it may already be in a key.
-    // Each address's classes in creation order (ticks, then file order): a key's class is then
-    // found by binary search (a long run reuses addresses for thousands of classes, and looks
-    // up a key's classes for every miss of every cache).
+// Each address's classes in creation order (ticks, then file order): a key's class is then
+// found by binary search (a long run reuses addresses for thousands of classes, and looks up a
+// key's classes for every miss of every cache).
+void PythonTracker::sort_classes_by_address() {
     for (auto& [address, indices] : types_by_address_)
         std::stable_sort(indices.begin(), indices.end(),
                          [&](size_t a, size_t b) { return types_[a].info.ticks < types_[b].info.ticks; });
-    auto class_at = [&](uint64_t address, uint64_t ticks) -> const ClassRecord* {
-        auto it = types_by_address_.find(address);
-        if (it == types_by_address_.end()) return nullptr;
-        const std::vector<size_t>& v = it->second;
-        auto by_ticks = [&](uint64_t t, size_t i) { return t < types_[i].info.ticks; };
-        auto next = std::upper_bound(v.begin(), v.end(), ticks, by_ticks);
-        if (next != v.begin()) {
-            // The latest at or before: the first of those created at that same tick.
-            const uint64_t latest = types_[*std::prev(next)].info.ticks;
-            auto first = std::lower_bound(v.begin(), next, latest,
-                                          [&](size_t i, uint64_t t) { return types_[i].info.ticks < t; });
-            return &types_[*first];
-        }
-        return next != v.end() ? &types_[*next] : nullptr;
-    };
+}
 
+// The class at an address when a key held it: the latest one created before; failing that the
+// first reported after, since a garbage-collector scan (the static build's source) reports a
+// class at the next collection, after it may already be in a key.
+const PythonTracker::ClassRecord* PythonTracker::class_at(uint64_t address, uint64_t ticks) const {
+    auto it = types_by_address_.find(address);
+    if (it == types_by_address_.end()) return nullptr;
+    const std::vector<size_t>& v = it->second;
+    auto by_ticks = [&](uint64_t t, size_t i) { return t < types_[i].info.ticks; };
+    auto next = std::upper_bound(v.begin(), v.end(), ticks, by_ticks);
+    if (next != v.begin()) {
+        // The latest at or before: the first of those created at that same tick.
+        const uint64_t latest = types_[*std::prev(next)].info.ticks;
+        auto first = std::lower_bound(v.begin(), next, latest, [&](size_t i, uint64_t t) { return types_[i].info.ticks < t; });
+        return &types_[*first];
+    }
+    return next != v.end() ? &types_[*next] : nullptr;
+}
+
+CacheFinding PythonTracker::cache_finding(uint64_t id, Cache& c, const Seconds& seconds, double work_end_s) const {
+    // Stored markers carry no count: they stand for "one more than at the miss".
+    resolve_counts(c.samples);
+    // What a cache held after the shutdown mark (its module torn down, its dict freed) says
+    // nothing of what the program made of it.
+    std::erase_if(c.samples, [&](const auto& sample) { return after_exit(sample.first); });
+    std::vector<Step> steps;
+    for (const auto& [ticks, entries] : c.samples) steps.push_back({seconds(ticks), static_cast<double>(entries)});
+    CacheFinding f;
+    f.cache_id = id;
+    f.wrapped = c.info.module.empty() ? c.info.qualname : c.info.module + "." + c.info.qualname;
+    f.bound_names = c.info.bound_names;
+    f.name = f.bound_names.empty() ? f.wrapped : f.bound_names.front();
+    f.location = c.info.creator_file.empty() ? "" : c.info.creator_file + ":" + std::to_string(c.info.creator_line);
+    f.maxsize = c.info.maxsize;
+    f.insertions = c.insertions;
+    f.entries_first = steps.empty() ? 0 : static_cast<uint64_t>(steps.front().value);
+    f.entries_last = steps.empty() ? 0 : static_cast<uint64_t>(steps.back().value);
+    f.inserted_from_stack = most_frequent(c.inserting_stacks);
+    f.retained_bytes = c.live_bytes > 0 ? static_cast<uint64_t>(std::llround(c.live_bytes)) : 0;
+    f.live_allocations = c.live_count > 0 ? static_cast<uint64_t>(std::llround(c.live_count)) : 0;
+    f.retained_samples = c.live_samples;
+    f.retained_bytes_stderr = std::sqrt(std::max(0.0, c.live_variance));
+    for (const Step& s : steps) f.entries_over_time.push_back({s.t, s.value});
+    std::sort(c.retained_deltas.begin(), c.retained_deltas.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    double running = 0;
+    for (const auto& [bucket, delta] : c.retained_deltas) {
+        running += delta;
+        f.retained_over_time.push_back(
+            {seconds(bucket << (kRetainedBucketShift + c.retained_shift)), std::max(0.0, running)});
+    }
+    judge_cache(c, steps, seconds, work_end_s, f);
+    f.key_types = key_types_of(c);
+    f.example_keys = example_keys_for(c.example_keys, f.key_types);
+    return f;
+}
+
+// The cache's verdict and rates, judged on its entries by quarters of the program's work while
+// it was used (before a teardown at the very end, if any).
+void PythonTracker::judge_cache(const Cache& c, std::vector<Step>& steps, const Seconds& seconds, double work_end_s,
+                                CacheFinding& f) const {
+    // Sampled: with fewer than two live samples the memory its entries hold cannot be told from
+    // nothing (a sample stands for sample_period_ bytes), unless even three samples' worth
+    // would be too little to matter.
+    uint64_t live_samples = c.live_samples;  // before a teardown, if any (below)
+    double begin = seconds(c.first_insert), last = std::min(seconds(c.last_insert), work_end_s);
+    double end = std::max(work_end_s, last);
+    // Emptied at the very end of the work (cache_clear(), an atexit handler): judged on the run
+    // before, with the memory its entries held then.
+    double retained = static_cast<double>(f.retained_bytes);
+    if (const auto torn = cache_teardown(on_work_axis(steps), work_at_(begin), work_at_(end))) {
+        f.entries_before_teardown = static_cast<uint64_t>(steps[*torn].value);
+        f.teardown_at_s = steps[*torn + 1].t;
+        // Frees are timed to the trace's quantum, rounded down, and binned (retained_over_time)
+        // at their bin's start, the entry counts exactly: the frees of a clear() right after the
+        // last insertion can show a hair before it. What the entries held is their peak before
+        // the count fell; the samples freed are counted from that slack before it.
+        const uint64_t slack = 2 * static_cast<uint64_t>(format::kSampledTimeQuantumTicks) +
+                               (uint64_t{2} << (kRetainedBucketShift + c.retained_shift));
+        const double slack_s = seconds(c.first_insert + slack) - seconds(c.first_insert);
+        for (const SeriesPoint& p : f.retained_over_time)
+            if (p.t_s <= f.teardown_at_s) retained = std::max(retained, p.value);
+        f.released_at_teardown_bytes = static_cast<uint64_t>(std::llround(retained)) - f.retained_bytes;
+        for (uint64_t ticks : c.sample_free_ticks) live_samples += seconds(ticks) + slack_s > steps[*torn].t;
+        steps.resize(*torn + 1);
+        end = f.teardown_at_s;
+        last = std::min(last, end);
+    }
+    const bool memory_unknown =
+        sample_period_ && live_samples < 2 && 3.0 * static_cast<double>(sample_period_) >= kMinSignificantBytes;
+    double span = std::max(end - begin, 1e-6);
+    f.started_at_s = begin;
+    const double work_begin = work_at_(begin), work_end = work_at_(end);
+    GrowthShape shape = quarters(on_work_axis(steps), static_cast<double>(f.entries_first), work_begin, work_end);
+    f.growth_entries_per_s = shape.growth / span;
+    f.growth_bytes_per_s = retained / span;
+    bool late = work_at_(last) >= work_begin + (work_end - work_begin) / 2;
+    if (f.maxsize >= 0) {
+        // An LRU with a maxsize evicts: its entry count, and so its memory, has a bound however
+        // many keys it is fed, even when the run ends before it fills.
+        f.reason = "bounded by its maxsize of " + std::to_string(f.maxsize) + " entries (" +
+                   std::to_string(f.entries_last) + " at the end)";
+    } else if (shape.growth < static_cast<double>(kMinCacheGrowthEntries)) {
+        f.reason = "grew by " + std::to_string(static_cast<int64_t>(shape.growth)) + " entries only";
+    } else if (!memory_unknown && retained < kMinSignificantBytes) {
+        f.reason = "holds only " + std::to_string(std::llround(retained)) + " bytes";
+    } else if (shape.growing_quarters < kMinGrowingQuarters || !late) {
+        f.reason = "filled early and then stopped growing (growth in " + std::to_string(shape.growing_quarters) +
+                   " of 4 quarters of the run)";
+    } else if (memory_unknown) {
+        f.undetermined = true;
+        f.reason = "entries keep rising (growth in " + std::to_string(shape.growing_quarters) +
+                   " of 4 quarters), maxsize unbounded, but too thinly sampled to tell how much memory they hold (" +
+                   std::to_string(live_samples) + " live sample" + (live_samples == 1 ? "" : "s") + ", one per " +
+                   std::to_string(sample_period_) + " bytes allocated)";
+    } else {
+        f.unbounded = true;
+        f.reason = "entries keep rising through the run (growth in " + std::to_string(shape.growing_quarters) +
+                   " of 4 quarters), maxsize unbounded";
+        f.confidence = std::min(1.0, 0.25 * shape.growing_quarters) *
+                       std::min(1.0, shape.growth / (4.0 * kMinCacheGrowthEntries));
+    }
+}
+
+// Key types: each class object found in keys, by name; alive if never freed. Most distinct
+// classes first.
+std::vector<CacheKeyType> PythonTracker::key_types_of(const Cache& c) const {
+    std::map<std::string, std::pair<std::set<uint64_t>, std::set<uint64_t>>> by_name;  // distinct, live
+    for (const auto& [ticks, addresses] : c.key_types) {
+        for (uint64_t address : addresses) {
+            const ClassRecord* cls = class_at(address, ticks);
+            if (!cls) continue;
+            auto& sets = by_name[class_name(cls->info)];
+            uint64_t identity = (cls->info.ticks << 1) ^ address;
+            sets.first.insert(identity);
+            if (cls->death_ticks == 0 || after_exit(cls->death_ticks)) sets.second.insert(identity);
+        }
+    }
+    std::vector<CacheKeyType> out;
+    for (const auto& [name, sets] : by_name) out.push_back({name, sets.first.size(), sets.second.size()});
+    std::sort(out.begin(), out.end(),
+              [](const CacheKeyType& a, const CacheKeyType& b) { return a.distinct_classes > b.distinct_classes; });
+    return out;
+}
+
+// Classes of one qualified name: how many stay alive over time, judged by quarters of the work.
+TypeFinding PythonTracker::type_finding(const std::string& name, const std::vector<const ClassRecord*>& classes,
+                                        const Seconds& seconds, double end_s, double work_end_s) const {
+    TypeFinding f;
+    f.name = name;
+    f.created = classes.size();
+    std::vector<std::pair<double, int>> changes;
+    std::unordered_map<uint64_t, uint64_t> stacks;
+    double first = end_s;
+    for (const ClassRecord* c : classes) {
+        double born = seconds(c->info.ticks);
+        first = std::min(first, born);
+        changes.emplace_back(born, +1);
+        // A class freed as garbage is dead from its allocation on, which precedes its creation.
+        if (c->death_ticks && !after_exit(c->death_ticks)) changes.emplace_back(std::max(born, seconds(c->death_ticks)), -1);
+        else ++f.live_at_end;
+        ++stacks[c->info.stack_id];
+    }
+    // At one time, births first: a class that is garbage from the start never counts below 0.
+    std::sort(changes.begin(), changes.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::vector<Step> steps;
+    int live = 0;
+    for (const auto& [t, d] : changes) {
+        live += d;
+        steps.push_back({t, static_cast<double>(live)});
+        f.live_over_time.push_back({t, static_cast<double>(live)});
+    }
+    f.creation_stack = most_frequent(stacks);
+    f.started_at_s = first;
+    double span = std::max(work_end_s - first, 1e-6);
+    const std::vector<Step> by_work = on_work_axis(steps);
+    GrowthShape shape = quarters(by_work, 0, work_at_(first), work_at_(work_end_s));
+    // A population that keeps growing never falls back: the lowest count of each quarter (as of
+    // the full collections, whose garbage is counted dead since the one before) rises from
+    // quarter to quarter. Classes that die, however many are made, fall back.
+    const std::vector<double> floors = quarter_floors(by_work, work_at_(first), work_at_(work_end_s));
+    int rising = 0;
+    for (size_t q = 1; q < floors.size(); ++q) rising += floors[q] > floors[q - 1];
+    f.created_per_s = static_cast<double>(f.created) / span;
+    if (f.live_at_end < kMinDuplicateLiveClasses) {
+        f.reason = std::to_string(f.created) + " created, " + std::to_string(f.live_at_end) + " alive at the end";
+    } else if (shape.growing_quarters < kMinGrowingQuarters) {
+        f.reason = "live classes stopped increasing (growth in " + std::to_string(shape.growing_quarters) +
+                   " of 4 quarters)";
+    } else if (rising < kQuarters - 1 || floors.back() - floors.front() < kMinDuplicateLiveClasses / 2.0) {
+        f.reason = fmt::format("live classes do not keep growing: the fewest alive in each quarter of the run were {}",
+                               fmt::join(floors, ", "));
+    } else {
+        f.unbounded = true;
+        f.reason = std::to_string(f.live_at_end) + " live classes named " + name + " and still being created";
+        f.confidence = std::min(1.0, 0.25 * shape.growing_quarters) *
+                       std::min(1.0, static_cast<double>(f.live_at_end) / (4.0 * kMinDuplicateLiveClasses));
+    }
+    return f;
+}
+
+PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seconds, double end_s) {
+    PythonFindings out;
+    sort_classes_by_address();
     // The end of the program's work: the shutdown mark, else the end of the trace.
     const double work_end_s = work_end_ticks_ ? std::min(end_s, seconds(work_end_ticks_)) : end_s;
-    auto after_exit = [&](uint64_t ticks) { return exit_ticks_ && ticks > exit_ticks_; };
-    for (auto& [id, c] : caches_) {
-        if (c.insertions == 0) continue;
-        // Stored markers carry no count: they stand for "one more than at the miss".
-        resolve_counts(c.samples);
-        // What a cache held after the shutdown mark (its module torn down, its dict freed)
-        // says nothing of what the program made of it.
-        std::erase_if(c.samples, [&](const auto& sample) { return after_exit(sample.first); });
-        std::vector<Step> steps;
-        for (const auto& [ticks, entries] : c.samples) steps.push_back({seconds(ticks), static_cast<double>(entries)});
-        CacheFinding f;
-        f.cache_id = id;
-        f.wrapped = c.info.module.empty() ? c.info.qualname : c.info.module + "." + c.info.qualname;
-        f.bound_names = c.info.bound_names;
-        f.name = f.bound_names.empty() ? f.wrapped : f.bound_names.front();
-        f.location = c.info.creator_file.empty() ? "" : c.info.creator_file + ":" + std::to_string(c.info.creator_line);
-        f.maxsize = c.info.maxsize;
-        f.insertions = c.insertions;
-        f.entries_first = steps.empty() ? 0 : static_cast<uint64_t>(steps.front().value);
-        f.entries_last = steps.empty() ? 0 : static_cast<uint64_t>(steps.back().value);
-        f.inserted_from_stack = most_frequent(c.inserting_stacks);
-        f.retained_bytes = c.live_bytes > 0 ? static_cast<uint64_t>(std::llround(c.live_bytes)) : 0;
-        f.live_allocations = c.live_count > 0 ? static_cast<uint64_t>(std::llround(c.live_count)) : 0;
-        f.retained_samples = c.live_samples;
-        f.retained_bytes_stderr = std::sqrt(std::max(0.0, c.live_variance));
-        for (const Step& s : steps) f.entries_over_time.push_back({s.t, s.value});
-        std::sort(c.retained_deltas.begin(), c.retained_deltas.end(),
-                  [](const auto& a, const auto& b) { return a.first < b.first; });
-        double running = 0;
-        for (const auto& [bucket, delta] : c.retained_deltas) {
-            running += delta;
-            f.retained_over_time.push_back(
-                {seconds(bucket << (kRetainedBucketShift + c.retained_shift)), std::max(0.0, running)});
-        }
-        // Sampled: with fewer than two live samples the memory its entries hold cannot be told
-        // from nothing (a sample stands for sample_period_ bytes), unless even three samples'
-        // worth would be too little to matter.
-        uint64_t live_samples = c.live_samples;  // before a teardown, if any (below)
-
-        double begin = seconds(c.first_insert), last = std::min(seconds(c.last_insert), work_end_s);
-        double end = std::max(work_end_s, last);
-        // Emptied at the very end of the work (cache_clear(), an atexit handler): judged on the
-        // run before, with the memory its entries held then.
-        double retained = static_cast<double>(f.retained_bytes);
-        if (const auto torn = cache_teardown(on_work_axis(steps), work_at_(begin), work_at_(end))) {
-            f.entries_before_teardown = static_cast<uint64_t>(steps[*torn].value);
-            f.teardown_at_s = steps[*torn + 1].t;
-            // Frees are timed to the trace's quantum, rounded down, and binned (retained_over_time)
-            // at their bin's start, the entry counts exactly: the frees of a clear() right after
-            // the last insertion can show a hair before it. What the entries held is their peak
-            // before the count fell; the samples freed are counted from that slack before it.
-            const uint64_t slack = 2 * static_cast<uint64_t>(format::kSampledTimeQuantumTicks) +
-                                   (uint64_t{2} << (kRetainedBucketShift + c.retained_shift));
-            const double slack_s = seconds(c.first_insert + slack) - seconds(c.first_insert);
-            for (const SeriesPoint& p : f.retained_over_time)
-                if (p.t_s <= f.teardown_at_s) retained = std::max(retained, p.value);
-            f.released_at_teardown_bytes = static_cast<uint64_t>(std::llround(retained)) - f.retained_bytes;
-            for (uint64_t ticks : c.sample_free_ticks) live_samples += seconds(ticks) + slack_s > steps[*torn].t;
-            steps.resize(*torn + 1);
-            end = f.teardown_at_s;
-            last = std::min(last, end);
-        }
-        const bool memory_unknown = sample_period_ && live_samples < 2 &&
-                                    3.0 * static_cast<double>(sample_period_) >= kMinSignificantBytes;
-        double span = std::max(end - begin, 1e-6);
-        f.started_at_s = begin;
-        // The shape by quarters of the program's work while the cache was used, the rates per
-        // second of that time.
-        const double work_begin = work_at_(begin), work_end = work_at_(end);
-        GrowthShape shape = quarters(on_work_axis(steps), static_cast<double>(f.entries_first), work_begin, work_end);
-        f.growth_entries_per_s = shape.growth / span;
-        f.growth_bytes_per_s = retained / span;
-        bool late = work_at_(last) >= work_begin + (work_end - work_begin) / 2;
-        if (f.maxsize >= 0) {
-            // An LRU with a maxsize evicts: its entry count, and so its memory, has a bound
-            // however many keys it is fed, even when the run ends before it fills.
-            f.reason = "bounded by its maxsize of " + std::to_string(f.maxsize) + " entries (" +
-                       std::to_string(f.entries_last) + " at the end)";
-        } else if (shape.growth < static_cast<double>(kMinCacheGrowthEntries)) {
-            f.reason = "grew by " + std::to_string(static_cast<int64_t>(shape.growth)) + " entries only";
-        } else if (!memory_unknown && retained < kMinSignificantBytes) {
-            f.reason = "holds only " + std::to_string(std::llround(retained)) + " bytes";
-        } else if (shape.growing_quarters < kMinGrowingQuarters || !late) {
-            f.reason = "filled early and then stopped growing (growth in " + std::to_string(shape.growing_quarters) +
-                       " of 4 quarters of the run)";
-        } else if (memory_unknown) {
-            f.undetermined = true;
-            f.reason = "entries keep rising (growth in " + std::to_string(shape.growing_quarters) +
-                       " of 4 quarters), maxsize unbounded, but too thinly sampled to tell how much memory they "
-                       "hold (" + std::to_string(live_samples) + " live sample" + (live_samples == 1 ? "" : "s") +
-                       ", one per " + std::to_string(sample_period_) + " bytes allocated)";
-        } else {
-            f.unbounded = true;
-            f.reason = "entries keep rising through the run (growth in " + std::to_string(shape.growing_quarters) +
-                       " of 4 quarters), maxsize unbounded";
-            f.confidence = std::min(1.0, 0.25 * shape.growing_quarters) *
-                           std::min(1.0, shape.growth / (4.0 * kMinCacheGrowthEntries));
-        }
-
-        // Key types: each class object found in keys, by name; alive if never freed.
-        std::map<std::string, std::pair<std::set<uint64_t>, std::set<uint64_t>>> by_name;  // distinct, live
-        for (const auto& [ticks, addresses] : c.key_types) {
-            for (uint64_t address : addresses) {
-                const ClassRecord* cls = class_at(address, ticks);
-                if (!cls) continue;
-                auto& sets = by_name[class_name(cls->info)];
-                uint64_t identity = (cls->info.ticks << 1) ^ address;
-                sets.first.insert(identity);
-                if (cls->death_ticks == 0 || after_exit(cls->death_ticks)) sets.second.insert(identity);
-            }
-        }
-        for (const auto& [name, sets] : by_name)
-            f.key_types.push_back({name, sets.first.size(), sets.second.size()});
-        std::sort(f.key_types.begin(), f.key_types.end(),
-                  [](const CacheKeyType& a, const CacheKeyType& b) { return a.distinct_classes > b.distinct_classes; });
-        f.example_keys = example_keys_for(c.example_keys, f.key_types);
-        out.caches.push_back(std::move(f));
-    }
+    for (auto& [id, c] : caches_)
+        if (c.insertions) out.caches.push_back(cache_finding(id, c, seconds, work_end_s));
     std::sort(out.caches.begin(), out.caches.end(), [](const CacheFinding& a, const CacheFinding& b) {
         if (a.unbounded != b.unbounded) return a.unbounded;
         if (a.retained_bytes != b.retained_bytes) return a.retained_bytes > b.retained_bytes;
@@ -460,66 +528,11 @@ PythonFindings PythonTracker::finish(const std::function<double(uint64_t)>& seco
         return a.entries_last > b.entries_last;
     });
 
-    // Classes by qualified name: how many stay alive over time.
     std::map<std::string, std::vector<const ClassRecord*>> by_name;
     for (const ClassRecord& c : types_)
         if (!after_exit(c.info.ticks)) by_name[class_name(c.info)].push_back(&c);
-    for (const auto& [name, classes] : by_name) {
-        if (classes.size() < kMinTypeCreations) continue;
-        TypeFinding f;
-        f.name = name;
-        f.created = classes.size();
-        std::vector<std::pair<double, int>> changes;
-        std::unordered_map<uint64_t, uint64_t> stacks;
-        double first = end_s;
-        for (const ClassRecord* c : classes) {
-            double born = seconds(c->info.ticks);
-            first = std::min(first, born);
-            changes.emplace_back(born, +1);
-            // A class freed as garbage is dead from its allocation on, which precedes its creation.
-            if (c->death_ticks && !after_exit(c->death_ticks))
-                changes.emplace_back(std::max(born, seconds(c->death_ticks)), -1);
-            else ++f.live_at_end;
-            ++stacks[c->info.stack_id];
-        }
-        // At one time, births first: a class that is garbage from the start never counts below 0.
-        std::sort(changes.begin(), changes.end(),
-                  [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
-        std::vector<Step> steps;
-        int live = 0;
-        for (const auto& [t, d] : changes) {
-            live += d;
-            steps.push_back({t, static_cast<double>(live)});
-            f.live_over_time.push_back({t, static_cast<double>(live)});
-        }
-        f.creation_stack = most_frequent(stacks);
-        f.started_at_s = first;
-        double span = std::max(work_end_s - first, 1e-6);
-        const std::vector<Step> by_work = on_work_axis(steps);
-        GrowthShape shape = quarters(by_work, 0, work_at_(first), work_at_(work_end_s));
-        // A population that keeps growing never falls back: the lowest count of each quarter
-        // (as of the full collections, whose garbage is counted dead since the one before)
-        // rises from quarter to quarter. Classes that die, however many are made, fall back.
-        const std::vector<double> floors = quarter_floors(by_work, work_at_(first), work_at_(work_end_s));
-        int rising = 0;
-        for (size_t q = 1; q < floors.size(); ++q) rising += floors[q] > floors[q - 1];
-        f.created_per_s = static_cast<double>(f.created) / span;
-        if (f.live_at_end < kMinDuplicateLiveClasses) {
-            f.reason = std::to_string(f.created) + " created, " + std::to_string(f.live_at_end) + " alive at the end";
-        } else if (shape.growing_quarters < kMinGrowingQuarters) {
-            f.reason = "live classes stopped increasing (growth in " + std::to_string(shape.growing_quarters) +
-                       " of 4 quarters)";
-        } else if (rising < kQuarters - 1 || floors.back() - floors.front() < kMinDuplicateLiveClasses / 2.0) {
-            f.reason = fmt::format("live classes do not keep growing: the fewest alive in each quarter of the run "
-                                   "were {}", fmt::join(floors, ", "));
-        } else {
-            f.unbounded = true;
-            f.reason = std::to_string(f.live_at_end) + " live classes named " + name + " and still being created";
-            f.confidence = std::min(1.0, 0.25 * shape.growing_quarters) *
-                           std::min(1.0, static_cast<double>(f.live_at_end) / (4.0 * kMinDuplicateLiveClasses));
-        }
-        out.types.push_back(std::move(f));
-    }
+    for (const auto& [name, classes] : by_name)
+        if (classes.size() >= kMinTypeCreations) out.types.push_back(type_finding(name, classes, seconds, end_s, work_end_s));
     std::sort(out.types.begin(), out.types.end(), [](const TypeFinding& a, const TypeFinding& b) {
         if (a.unbounded != b.unbounded) return a.unbounded;
         return a.live_at_end > b.live_at_end;

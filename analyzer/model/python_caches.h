@@ -180,6 +180,19 @@ private:
     std::function<double(double)> work_at_ = [](double seconds) { return seconds; };
     // `steps` with their times read as the work done by then.
     std::vector<Step> on_work_axis(const std::vector<Step>& steps) const;
+
+    // The steps of finish(); `seconds` converts trace time, `work_end_s` is where the
+    // program's work ended.
+    using Seconds = std::function<double(uint64_t)>;
+    bool after_exit(uint64_t ticks) const { return exit_ticks_ && ticks > exit_ticks_; }
+    void sort_classes_by_address();
+    const ClassRecord* class_at(uint64_t address, uint64_t ticks) const;
+    CacheFinding cache_finding(uint64_t id, Cache& c, const Seconds& seconds, double work_end_s) const;
+    void judge_cache(const Cache& c, std::vector<Step>& steps, const Seconds& seconds, double work_end_s,
+                     CacheFinding& f) const;
+    std::vector<CacheKeyType> key_types_of(const Cache& c) const;
+    TypeFinding type_finding(const std::string& name, const std::vector<const ClassRecord*>& classes,
+                             const Seconds& seconds, double end_s, double work_end_s) const;
 };
 
 // Below these a cache or a class name is never a finding.

@@ -10,6 +10,7 @@ of every test case. Any case that passes untraced and not traced (or the reverse
     python3 bench/conformance.py                 # the full set below
     python3 bench/conformance.py --short         # the quick set ctest runs (label conformance)
     python3 bench/conformance.py --python /usr/bin/python3.11 test_os test_signal
+    python3 bench/conformance.py --regrtest-option=--ignore='*gh_102056*' test_threading
 
 Needs a CPython whose Lib/test is installed (pyenv's builds have it; Debian's python3.11 needs
 the libpython3.11-testsuite package). Exit status 0 when every case has the same outcome both
@@ -66,9 +67,9 @@ def outcomes(junit: str) -> dict[str, str]:
 
 
 def run_group(python: str, group: list[str], workdir: str, traced_with: str | None, traces: str,
-              run_options: list[str]) -> tuple[dict, float, str]:
+              run_options: list[str], regrtest_options: list[str]) -> tuple[dict, float, str]:
     junit = os.path.join(workdir, f"{'traced' if traced_with else 'plain'}-{abs(hash(tuple(group)))}.xml")
-    command = [python, "-m", "test", *group, "--junit-xml", junit]
+    command = [python, "-m", "test", *group, *regrtest_options, "--junit-xml", junit]
     if traced_with:
         trace = os.path.join(traces, f"{group[0]}.gtrace")
         command = [traced_with, "run", *run_options, "-o", trace, "--"] + command
@@ -89,6 +90,9 @@ def main() -> int:
     parser.add_argument("--short", action="store_true", help="the quick set")
     parser.add_argument("--run-option", action="append", default=[], metavar="OPTION",
                         help="passed to growtrace run, e.g. --run-option=--no-python-objects")
+    parser.add_argument("--regrtest-option", action="append", default=[], metavar="OPTION",
+                        help="passed to every regrtest run both ways, e.g. --regrtest-option=--ignore=PATTERN for "
+                             "a case that cannot finish on that build")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (traces, logs)")
     parser.add_argument("--missing-is-skip", action="store_true",
                         help="exit 77 (ctest's skip) instead of 2 when the python or its tests are missing")
@@ -129,8 +133,9 @@ def main() -> int:
     plain_s = traced_s = 0.0
     problems = []
     for group in groups:
-        plain, s1, log1 = run_group(args.python, group, workdir, None, traces, [])
-        traced, s2, log2 = run_group(args.python, group, workdir, args.growtrace, traces, args.run_option)
+        plain, s1, log1 = run_group(args.python, group, workdir, None, traces, [], args.regrtest_option)
+        traced, s2, log2 = run_group(args.python, group, workdir, args.growtrace, traces, args.run_option,
+                                     args.regrtest_option)
         plain_s += s1
         traced_s += s2
         label = " ".join(group)
@@ -144,7 +149,8 @@ def main() -> int:
     counts = lambda r: collections.Counter(r.values())
     cp, ct = counts(plain_all), counts(traced_all)
     print()
-    print(f"python: {args.python}; growtrace run {' '.join(args.run_option)}")
+    print(f"python: {args.python}; growtrace run {' '.join(args.run_option)}; regrtest "
+          f"{' '.join(args.regrtest_option)}")
     print(f"{'':10} {'passed':>7} {'failed':>7} {'error':>7} {'skipped':>7} {'total':>7} {'seconds':>8}")
     for name, c, s in (("untraced", cp, plain_s), ("traced", ct, traced_s)):
         print(f"{name:10} {c['passed']:7} {c['failed']:7} {c['error']:7} {c['skipped']:7} {sum(c.values()):7} "

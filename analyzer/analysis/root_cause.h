@@ -25,6 +25,9 @@ enum class Relation {
     HoldsEntries,  // the stack's live memory was computed for the cache's missed entries
     SameCall,      // made in the same call that fills the cache or creates the root's classes
     SameLibraryCall,  // allocated inside the same native library, under the same call of the program
+    // Its live memory rises in step with the root's entries, and it was allocated under the very
+    // line of the program's own code that fills the root (the objects each new entry brings).
+    GrowsWithEntries,
 };
 
 struct RootCauseMember {

@@ -91,10 +91,72 @@ std::string place_of(const Frame* f) {
 // is evidence of it.
 struct Anchors {
     std::vector<const std::vector<Frame>*> stacks;
+    // A cache's or container's inserting stack and its entries over time (else null).
+    const std::vector<Frame>* filled_from = nullptr;
+    const std::vector<SeriesPoint>* entries = nullptr;
     bool reaches(const std::vector<Frame>& frames) const {
         return std::any_of(stacks.begin(), stacks.end(), [&](const auto* s) { return in_same_call(*s, frames); });
     }
 };
+
+// Frames of the program's own Python code: not the standard library, not an installed package.
+bool is_program_code(const Frame& f) {
+    return is_python_frame(f) && f.file.find("/site-packages/") == std::string::npos &&
+           f.file.find("/dist-packages/") == std::string::npos && f.file.find("/lib/python3.") == std::string::npos;
+}
+
+// True when two stacks run through the same Python frames from the outside in down to a frame
+// of the program's own code that is real work (no entry point), and part below it: two calls
+// made by the same line of the program (`return make(form)().load(data)`).
+bool part_below_one_program_line(const std::vector<Frame>& a_frames, const std::vector<Frame>& b_frames) {
+    const std::vector<Frame> a = python_frames(a_frames), b = python_frames(b_frames);
+    auto ia = a.rbegin(), ib = b.rbegin();
+    const Frame* last_shared = nullptr;
+    for (; ia != a.rend() && ib != b.rend() && same_frame(*ia, *ib); ++ia, ++ib) last_shared = &*ia;
+    return last_shared && !is_entry_frame(*last_shared) && is_program_code(*last_shared);
+}
+
+// The group's level at the end of the window holding time t (its series follows the timeline's
+// windows).
+double level_at(const GroupReport& g, const std::vector<TimelinePoint>& timeline, double t) {
+    size_t w = 0;
+    while (w + 1 < timeline.size() && w + 1 < g.retained_series.size() && timeline[w].t_s < t) ++w;
+    return w < g.retained_series.size() ? static_cast<double>(g.retained_series[w]) : 0;
+}
+
+// Whether a group's live bytes rose in step with a count of entries measured at a few moments.
+// The measurements are taken as intervals that each add at least 1/kInStepSlices of the entries
+// gained (two walks a moment apart say nothing of a pace); over each, the bytes gained per entry
+// gained must stay within a factor of kInStepFactor of the whole run's. Fewer than
+// kMinInStepIntervals such intervals are no evidence.
+constexpr double kInStepFactor = 2.0;
+constexpr double kInStepSlices = 8;
+constexpr size_t kMinInStepIntervals = 2;
+bool grows_in_step(const GroupReport& g, const std::vector<TimelinePoint>& timeline,
+                   const std::vector<SeriesPoint>& entries) {
+    if (entries.size() < kMinInStepIntervals + 1) return false;
+    const double entries_gained = entries.back().value - entries.front().value;
+    const double bytes_gained = level_at(g, timeline, entries.back().t_s) - level_at(g, timeline, entries.front().t_s);
+    if (entries_gained <= 0 || bytes_gained <= 0) return false;
+    const double per_entry = bytes_gained / entries_gained;
+    // The measurements that end an interval; a short last one is part of the one before.
+    std::vector<size_t> cuts{0};
+    for (size_t i = 1; i < entries.size(); ++i)
+        if (entries[i].value - entries[cuts.back()].value >= entries_gained / kInStepSlices) cuts.push_back(i);
+    if (cuts.back() != entries.size() - 1) {
+        if (cuts.size() > 1) cuts.back() = entries.size() - 1;
+        else cuts.push_back(entries.size() - 1);
+    }
+    if (cuts.size() < kMinInStepIntervals + 1) return false;
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+        const SeriesPoint& from = entries[cuts[k]];
+        const SeriesPoint& to = entries[cuts[k + 1]];
+        const double d_bytes = level_at(g, timeline, to.t_s) - level_at(g, timeline, from.t_s);
+        const double ratio = d_bytes / (to.value - from.value) / per_entry;
+        if (ratio < 1 / kInStepFactor || ratio > kInStepFactor) return false;
+    }
+    return true;
+}
 
 class TreeBuilder {
 public:
@@ -143,6 +205,8 @@ private:
         for (size_t g = 0; g < r_.findings.size(); ++g)
             if (!stack_taken_[g] && r_.findings[g].explained_by_cache == c.cache.name)
                 take(root, {FindingKind::Stack, g}, Relation::HoldsEntries);
+        anchors.filled_from = &c.inserted_from;
+        anchors.entries = &c.cache.entries_over_time;
         // A container filled in the same call as the cache (a library's registry of the classes
         // its misses make) grows because the cache does.
         for (size_t k = 0; k < r_.container_findings.size(); ++k) {
@@ -177,6 +241,8 @@ private:
                 }))
                 take(root, {FindingKind::Stack, g}, Relation::HoldsEntries);
         }
+        anchors.filled_from = &c.inserted_from;
+        anchors.entries = &c.container.entries_over_time;
         for (size_t t = 0; t < r_.type_findings.size(); ++t) {
             if (type_taken_[t] || !anchors.reaches(r_.type_findings[t].created_from)) continue;
             take(root, {FindingKind::Types, t}, Relation::SameCall);
@@ -200,12 +266,23 @@ private:
     }
 
     // Stacks nothing has claimed yet are offered to the cache and class roots first (in order),
-    // so that the class construction a cache's keys drag along is folded under the cache.
+    // so that the class construction a cache's keys drag along is folded under the cache; then
+    // to the caches and containers they grow in step with.
     void add_stack_root(size_t index) {
         for (size_t i = 0; i < roots_.size(); ++i) {
             if (roots_[i].root.kind == FindingKind::Stack) break;
             if (anchors_[i].reaches(r_.findings[index].frames)) {
                 take(roots_[i], {FindingKind::Stack, index}, Relation::SameCall);
+                return;
+            }
+        }
+        // Then to the caches and containers whose entries it grows with, filled by the line of the
+        // program it was allocated under: what each new entry brings along.
+        for (size_t i = 0; i < roots_.size(); ++i) {
+            const Anchors& a = anchors_[i];
+            if (a.filled_from && !a.filled_from->empty() && part_below_one_program_line(*a.filled_from, r_.findings[index].frames) &&
+                grows_in_step(r_.findings[index], r_.timeline, *a.entries)) {
+                take(roots_[i], {FindingKind::Stack, index}, Relation::GrowsWithEntries);
                 return;
             }
         }
@@ -410,6 +487,7 @@ const char* relation_name(Relation relation) {
         case Relation::HoldsEntries: return "holds_entries";
         case Relation::SameCall: return "same_call";
         case Relation::SameLibraryCall: return "same_library_call";
+        case Relation::GrowsWithEntries: return "grows_with_entries";
     }
     return "?";
 }

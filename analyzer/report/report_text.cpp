@@ -150,6 +150,7 @@ const char* relation_label(Relation relation) {
     switch (relation) {
         case Relation::HoldsEntries: return "its entries' memory";
         case Relation::SameLibraryCall: return "other paths inside the library";
+        case Relation::GrowsWithEntries: return "growing in step with its entries, under the line that fills it";
         default: return "made in the same call";
     }
 }
@@ -170,7 +171,8 @@ void write_evidence(const RootCause& root, const AnalysisResult& r, std::ostream
         out << fmt::format("    evidence (filled in the same call): {} {} grows with it: {} -> {} entries\n", c.kind, c.name,
                            c.entries_first, c.entries_last);
     }
-    for (Relation relation : {Relation::HoldsEntries, Relation::SameCall, Relation::SameLibraryCall}) {
+    for (Relation relation :
+         {Relation::HoldsEntries, Relation::GrowsWithEntries, Relation::SameCall, Relation::SameLibraryCall}) {
         size_t count = 0;
         uint64_t bytes = 0;
         const GroupReport* largest = nullptr;

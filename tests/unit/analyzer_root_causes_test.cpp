@@ -301,5 +301,114 @@ TEST(RootCauses, TextNamesTheLibrarysOtherPathsAsEvidence) {
 }
 
 
+// A registry filled per form (marshmallow's class registry in a service that builds a Schema
+// class per form): `handle` fills it through `schema_for` and, on the same line, loads through
+// the new class, whose copies of the fields stay alive with it. Measured by five walks.
+struct RegistryCase {
+    AnalysisResult result;
+    std::vector<Frame> from_handle(std::vector<Frame> inner, const std::string& file = "/srv/forms.py",
+                                   uint32_t line = 56) {
+        inner.push_back(py("handle", file, line));
+        inner.push_back(py("main", "/srv/forms.py", 79));
+        inner.push_back(py("<module>", "/srv/forms.py", 90));
+        return inner;
+    }
+    RegistryCase() {
+        ContainerReport c;
+        c.container.kind = "dict";
+        c.container.name = "marshmallow.class_registry._registry";
+        c.container.unbounded = true;
+        c.container.entries_first = 800;
+        c.container.entries_last = 6000;
+        c.container.entries_over_time = {{2.0, 800}, {3.6, 2300}, {5.1, 3800}, {6.6, 5350}, {7.2, 6000}};
+        c.inserted_from = from_handle({py("register", "/venv/lib/python3.11/site-packages/marshmallow/class_registry.py", 62),
+                                       py("schema_for", "/srv/forms.py", 46)});
+        result.container_findings.push_back(c);
+        for (int w = 0; w < 80; ++w) result.timeline.push_back({0.1 * (w + 1), 0, 0});
+    }
+    // A growing stack under `load`, whose level at each of the walks is `bytes_at_walks` (and in
+    // between, the level of the walk before).
+    GroupReport under_load(const std::vector<double>& bytes_at_walks, uint32_t line = 56,
+                           const std::string& file = "/srv/forms.py") {
+        GroupReport g = growing_stack(
+            from_handle({py("Field.deserialize", "/venv/lib/python3.11/site-packages/marshmallow/fields.py", 380),
+                         py("Schema.load", "/venv/lib/python3.11/site-packages/marshmallow/schema.py", 734)},
+                        file, line),
+            static_cast<uint64_t>(bytes_at_walks.back()));
+        const auto& walks = result.container_findings[0].container.entries_over_time;
+        for (const TimelinePoint& p : result.timeline) {
+            double level = 0;
+            for (size_t i = 0; i < walks.size(); ++i)
+                if (walks[i].t_s <= p.t_s + 1e-9) level = bytes_at_walks[i];
+            g.retained_series.push_back(static_cast<uint64_t>(level));
+        }
+        return g;
+    }
+    // The bytes of a stack that keeps `per_entry` bytes per entry of the registry.
+    std::vector<double> in_step(double per_entry) const {
+        std::vector<double> bytes;
+        for (const SeriesPoint& p : result.container_findings[0].container.entries_over_time)
+            bytes.push_back(per_entry * p.value);
+        return bytes;
+    }
+};
+
+TEST(RootCauses, StacksGrowingInStepWithARegistryUnderTheLineThatFillsItAreItsEvidence) {
+    RegistryCase k;
+    k.result.findings.push_back(k.under_load(k.in_step(72)));
+    k.result.findings.push_back(k.under_load(k.in_step(40)));
+    const std::vector<RootCause> roots = find_root_causes(k.result);
+    ASSERT_EQ(roots.size(), 1u);
+    EXPECT_EQ(roots[0].root.kind, FindingKind::Container);
+    ASSERT_EQ(roots[0].members.size(), 2u);
+    EXPECT_EQ(roots[0].members[0].relation, Relation::GrowsWithEntries);
+    EXPECT_STREQ(relation_name(Relation::GrowsWithEntries), "grows_with_entries");
+    // Its memory is the root's: the container's own figure (its entries' stacks) does not count it.
+    EXPECT_EQ(roots[0].retained_bytes, 112u * 6000u);
+}
+
+TEST(RootCauses, AStackOutOfStepWithTheEntriesIsACauseOfItsOwn) {
+    RegistryCase k;
+    // Grows, but nearly all of it while the registry filled its last few entries.
+    k.result.findings.push_back(k.under_load({57'600, 64'800, 72'000, 79'200, 432'000}));
+    EXPECT_EQ(find_root_causes(k.result).size(), 2u);
+}
+
+TEST(RootCauses, StacksPartingBelowALibraryOrAnEntryLineAreNotFoldedByPace) {
+    // In step, but parting inside a library's frame (a framework's dispatch line), or inside a
+    // module body: two pieces of work, whatever their pace.
+    RegistryCase library;
+    library.result.container_findings[0].inserted_from =
+        library.from_handle({py("schema_for", "/srv/forms.py", 46)}, "/venv/lib/python3.11/site-packages/flask/app.py", 880);
+    library.result.findings.push_back(library.under_load(library.in_step(72), 880,
+                                                         "/venv/lib/python3.11/site-packages/flask/app.py"));
+    EXPECT_EQ(find_root_causes(library.result).size(), 2u);
+
+    RegistryCase module_body;
+    std::vector<Frame>& filled = module_body.result.container_findings[0].inserted_from;
+    filled.erase(filled.end() - 3, filled.end());
+    filled.push_back(py("<module>", "/srv/forms.py", 90));
+    GroupReport g = module_body.under_load(module_body.in_step(72));
+    g.frames.erase(g.frames.end() - 3, g.frames.end());
+    g.frames.push_back(py("<module>", "/srv/forms.py", 90));
+    module_body.result.findings.push_back(g);
+    EXPECT_EQ(find_root_causes(module_body.result).size(), 2u);
+}
+
+
+TEST(RootCauses, PaceIsJudgedOverIntervalsThatAddEntriesNotOverWalksAMomentApart) {
+    // The exit's walk a moment after the last one: two entries more, no memory yet. Still in step.
+    RegistryCase k;
+    auto& walks = k.result.container_findings[0].container.entries_over_time;
+    walks = {{2.0, 800}, {4.0, 3400}, {6.0, 5998}, {6.01, 6000}};
+    k.result.findings.push_back(k.under_load({57'600, 244'800, 431'856, 431'856}));
+    EXPECT_EQ(find_root_causes(k.result).size(), 1u);
+    // Two measurements are one interval: no pace to compare.
+    RegistryCase few;
+    few.result.container_findings[0].container.entries_over_time = {{2.0, 800}, {6.0, 6000}};
+    few.result.findings.push_back(few.under_load({57'600, 432'000}));
+    EXPECT_EQ(find_root_causes(few.result).size(), 2u);
+}
+
 }  // namespace
 }  // namespace growtrace

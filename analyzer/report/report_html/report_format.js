@@ -262,7 +262,8 @@ var RELATIONS = {
   key_class: 'classes its keys keep missing on',
   same_call: 'created by the same call',
   holds_entries: 'memory its entries hold',
-  same_library_call: 'other paths inside the same library'
+  same_library_call: 'other paths inside the same library',
+  grows_with_entries: 'growing in step with its entries'
 };
 function relationLabel(r) { return RELATIONS[r] || String(r || 'related').replace(/_/g, ' '); }
 // Each finding's number: its "id" (1-based position) or, from older analyzers, its position.

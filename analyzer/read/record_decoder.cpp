@@ -177,63 +177,79 @@ bool RecordDecoder::decode_v2_event(const RawRecord& rec, Cursor& c) {
 void RecordDecoder::decode(const RawRecord& rec) {
     visitor_.on_record(rec);
     Cursor c(rec.data, rec.data + rec.size);
-    if (decode_v2_event(rec, c)) return;
+    if (decode_v2_event(rec, c) || decode_process_record(rec, c) || decode_python_record(rec, c)) return;
+    visitor_.on_unknown(rec);
+}
+
+ProcessRecord RecordDecoder::decode_process(const RawRecord& rec, Cursor& c) {
+        ProcessRecord r;
+        r.pid = get_varint(rec, c);
+        r.ppid = get_varint(rec, c);
+        r.start_ticks = get_varint(rec, c);
+        r.start_monotonic_ns = get_varint(rec, c);
+        r.start_realtime_ns = get_varint(rec, c);
+        r.exe = get_string(rec, c);
+        r.argv = split_cmdline(get_string(rec, c));
+        r.parent_trace = get_string(rec, c);
+    return r;
+}
+
+ModuleRecord RecordDecoder::decode_module(const RawRecord& rec, Cursor& c) {
+        ModuleRecord r;
+        r.base = get_varint(rec, c);
+        r.path = get_string(rec, c);
+        r.build_id = get_string(rec, c);
+        const uint64_t n = get_varint(rec, c);
+        // Each segment takes at least two bytes, so a count larger than that is corrupt;
+        // checking first keeps a bogus count from reserving memory.
+        if (n > c.remaining() / 2) malformed(rec, "segment count exceeds record size");
+        r.segments.reserve(static_cast<size_t>(n));
+        for (uint64_t i = 0; i < n; ++i) {
+            Segment s;
+            s.start = get_varint(rec, c);
+            s.size = get_varint(rec, c);
+            r.segments.push_back(s);
+        }
+    return r;
+}
+
+// A Thread record starts a run: the events after it are that thread's, their clock and
+// addresses deltas from its base.
+ThreadRecord RecordDecoder::enter_run(const RawRecord& rec, Cursor& c) {
+    ThreadRecord r;
+    r.tid = get_varint(rec, c);
+    r.base_ticks = get_varint(rec, c);
+    in_run_ = true;
+    tid_ = r.tid;
+    ticks_ = r.base_ticks;
+    addr_ = 0;
+    return r;
+}
+
+// The process, its modules, threads and stacks, the v1 events, and the trace's own marks.
+bool RecordDecoder::decode_process_record(const RawRecord& rec, Cursor& c) {
     switch (static_cast<RecordKind>(rec.kind)) {
         default:
-            break;
-        case RecordKind::Process: {
-            ProcessRecord r;
-            r.pid = get_varint(rec, c);
-            r.ppid = get_varint(rec, c);
-            r.start_ticks = get_varint(rec, c);
-            r.start_monotonic_ns = get_varint(rec, c);
-            r.start_realtime_ns = get_varint(rec, c);
-            r.exe = get_string(rec, c);
-            r.argv = split_cmdline(get_string(rec, c));
-            r.parent_trace = get_string(rec, c);
-            visitor_.on_process(r);
-            return;
-        }
-        case RecordKind::Module: {
-            ModuleRecord r;
-            r.base = get_varint(rec, c);
-            r.path = get_string(rec, c);
-            r.build_id = get_string(rec, c);
-            const uint64_t n = get_varint(rec, c);
-            // Each segment takes at least two bytes, so a count larger than that is corrupt;
-            // checking first keeps a bogus count from reserving memory.
-            if (n > c.remaining() / 2) malformed(rec, "segment count exceeds record size");
-            r.segments.reserve(static_cast<size_t>(n));
-            for (uint64_t i = 0; i < n; ++i) {
-                Segment s;
-                s.start = get_varint(rec, c);
-                s.size = get_varint(rec, c);
-                r.segments.push_back(s);
-            }
-            visitor_.on_module(r);
-            return;
-        }
+            return false;
+        case RecordKind::Process:
+            visitor_.on_process(decode_process(rec, c));
+            return true;
+        case RecordKind::Module:
+            visitor_.on_module(decode_module(rec, c));
+            return true;
         case RecordKind::ModulesReset:
             visitor_.on_modules_reset(ModulesResetRecord{get_varint(rec, c)});
-            return;
-        case RecordKind::Thread: {
-            ThreadRecord r;
-            r.tid = get_varint(rec, c);
-            r.base_ticks = get_varint(rec, c);
-            in_run_ = true;
-            tid_ = r.tid;
-            ticks_ = r.base_ticks;
-            addr_ = 0;
-            visitor_.on_thread(r);
-            return;
-        }
+            return true;
+        case RecordKind::Thread:
+            visitor_.on_thread(enter_run(rec, c));
+            return true;
         case RecordKind::StackNode: {
             StackNodeRecord r;
             r.id = get_varint(rec, c);
             r.parent = get_varint(rec, c);
             r.ip = get_varint(rec, c);
             visitor_.on_stack_node(r);
-            return;
+            return true;
         }
         case RecordKind::PyFrame: {
             PyFrameRecord r;
@@ -242,24 +258,24 @@ void RecordDecoder::decode(const RawRecord& rec) {
             r.function = get_string(rec, c);
             r.line = get_varint(rec, c);
             visitor_.on_py_frame(r);
-            return;
+            return true;
         }
         case RecordKind::ThreadName: {
             ThreadNameRecord r;
             r.tid = get_varint(rec, c);
             r.name = get_string(rec, c);
             visitor_.on_thread_name(r);
-            return;
+            return true;
         }
-        case RecordKind::Alloc: decode_alloc(rec, c); return;
-        case RecordKind::Free: decode_free(rec, c); return;
+        case RecordKind::Alloc: decode_alloc(rec, c); return true;
+        case RecordKind::Free: decode_free(rec, c); return true;
         case RecordKind::TimeMark: {
             TimeMarkRecord r;
             r.ticks = get_varint(rec, c);
             r.monotonic_ns = get_varint(rec, c);
             r.rss_bytes = get_varint(rec, c);
             visitor_.on_time_mark(r);
-            return;
+            return true;
         }
         case RecordKind::End: {
             EndRecord r;
@@ -267,93 +283,155 @@ void RecordDecoder::decode(const RawRecord& rec) {
             r.monotonic_ns = get_varint(rec, c);
             saw_end_ = true;
             visitor_.on_end(r);
-            return;
+            return true;
         }
         case RecordKind::Fork: {
             ForkRecord r;
             r.child_pid = get_varint(rec, c);
             r.path = get_string(rec, c);
             visitor_.on_fork(r);
-            return;
+            return true;
         }
         case RecordKind::Exec:
             visitor_.on_exec(ExecRecord{get_string(rec, c)});
-            return;
+            return true;
         case RecordKind::TracerError: {
             TracerErrorRecord r;
             r.ticks = get_varint(rec, c);
             r.message = get_string(rec, c);
             visitor_.on_tracer_error(r);
-            return;
+            return true;
         }
-        // CPython records (docs/cpython.md). CacheCreate, CacheInsert and TypeCreate are thread
-        // events whose dticks move the run's clock.
-        case RecordKind::CacheCreate: {
-            require_thread(rec);
-            CacheCreateRecord r;
-            r.tid = tid_;
-            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
-            r.cache_id = get_varint(rec, c);
-            r.flags = get_varint(rec, c);
-            r.maxsize = get_svarint(rec, c);
-            r.wrapper_address = get_varint(rec, c);
-            r.dict_address = get_varint(rec, c);
-            r.creation_stack_id = get_varint(rec, c);
-            r.entries = get_varint(rec, c);
-            r.module = get_string(rec, c);
-            r.qualname = get_string(rec, c);
-            r.creator_module = get_string(rec, c);
-            r.creator_file = get_string(rec, c);
-            r.creator_line = get_varint(rec, c);
-            std::string names = get_string(rec, c);
-            for (size_t start = 0; start < names.size();) {
-                size_t end = names.find('\0', start);
-                if (end == std::string::npos) end = names.size();
-                if (end > start) r.bound_names.push_back(names.substr(start, end - start));
-                start = end + 1;
-            }
-            visitor_.on_cache_create(r);
-            return;
+        case RecordKind::Exiting:
+            visitor_.on_exiting(get_varint(rec, c));
+            return true;
+        case RecordKind::Sampling:
+            visitor_.on_sampling(get_varint(rec, c));
+            return true;
+        case RecordKind::Ledger: {
+            LedgerRecord r;
+            for (uint64_t* field : {&r.allocations_recorded, &r.frees_recorded, &r.allocations_written,
+                                    &r.frees_written, &r.live, &r.weightless, &r.untraced_frees, &r.inferred_frees,
+                                    &r.lost_events})
+                *field = get_varint(rec, c);
+            visitor_.on_ledger(r);
+            return true;
         }
-        case RecordKind::CacheInsert: {
-            require_thread(rec);
-            CacheInsertRecord r;
-            r.tid = tid_;
-            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
-            r.phase = get_varint(rec, c);
-            r.cache_id = get_varint(rec, c);
-            r.insert_seq = get_varint(rec, c);
-            if (r.phase == CacheInsertRecord::Begin) {
-                r.stack_id = get_varint(rec, c);
-                r.entries_before = get_varint(rec, c);
-                r.key_desc = get_string(rec, c);
-                uint64_t n = get_varint(rec, c);
-                if (n > c.remaining()) malformed(rec, "key type count exceeds record size");
-                for (uint64_t i = 0; i < n; ++i) r.key_type_addresses.push_back(get_varint(rec, c));
-            } else {
-                r.value_type = get_string(rec, c);
-            }
-            visitor_.on_cache_insert(r);
-            return;
+        case RecordKind::ShortLivedSamples:
+            visitor_.on_short_lived_samples(decode_short_lived(rec, c));
+            return true;
+    }
+}
+
+CacheCreateRecord RecordDecoder::decode_cache_create(const RawRecord& rec, Cursor& c) {
+        require_thread(rec);
+        CacheCreateRecord r;
+        r.tid = tid_;
+        r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+        r.cache_id = get_varint(rec, c);
+        r.flags = get_varint(rec, c);
+        r.maxsize = get_svarint(rec, c);
+        r.wrapper_address = get_varint(rec, c);
+        r.dict_address = get_varint(rec, c);
+        r.creation_stack_id = get_varint(rec, c);
+        r.entries = get_varint(rec, c);
+        r.module = get_string(rec, c);
+        r.qualname = get_string(rec, c);
+        r.creator_module = get_string(rec, c);
+        r.creator_file = get_string(rec, c);
+        r.creator_line = get_varint(rec, c);
+        std::string names = get_string(rec, c);
+        for (size_t start = 0; start < names.size();) {
+            size_t end = names.find('\0', start);
+            if (end == std::string::npos) end = names.size();
+            if (end > start) r.bound_names.push_back(names.substr(start, end - start));
+            start = end + 1;
         }
-        case RecordKind::TypeCreate: {
-            require_thread(rec);
-            TypeCreateRecord r;
-            r.tid = tid_;
-            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
-            r.source = get_varint(rec, c);
-            r.address = get_varint(rec, c);
+    return r;
+}
+
+CacheInsertRecord RecordDecoder::decode_cache_insert(const RawRecord& rec, Cursor& c) {
+        require_thread(rec);
+        CacheInsertRecord r;
+        r.tid = tid_;
+        r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+        r.phase = get_varint(rec, c);
+        r.cache_id = get_varint(rec, c);
+        r.insert_seq = get_varint(rec, c);
+        if (r.phase == CacheInsertRecord::Begin) {
             r.stack_id = get_varint(rec, c);
-            r.module = get_string(rec, c);
-            r.qualname = get_string(rec, c);
-            r.metaclass = get_string(rec, c);
-            // v2 appends 1 + the age of the allocation holding the class (0 = unknown).
-            uint64_t holder;
-            if (!c.at_end() && c.varint(holder) && holder && holder - 1 < compact_allocs_)
-                r.allocation_seq = compact_allocs_ - (holder - 1);
-            visitor_.on_type_create(r);
-            return;
+            r.entries_before = get_varint(rec, c);
+            r.key_desc = get_string(rec, c);
+            uint64_t n = get_varint(rec, c);
+            if (n > c.remaining()) malformed(rec, "key type count exceeds record size");
+            for (uint64_t i = 0; i < n; ++i) r.key_type_addresses.push_back(get_varint(rec, c));
+        } else {
+            r.value_type = get_string(rec, c);
         }
+    return r;
+}
+
+TypeCreateRecord RecordDecoder::decode_type_create(const RawRecord& rec, Cursor& c) {
+        require_thread(rec);
+        TypeCreateRecord r;
+        r.tid = tid_;
+        r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+        r.source = get_varint(rec, c);
+        r.address = get_varint(rec, c);
+        r.stack_id = get_varint(rec, c);
+        r.module = get_string(rec, c);
+        r.qualname = get_string(rec, c);
+        r.metaclass = get_string(rec, c);
+        // v2 appends 1 + the age of the allocation holding the class (0 = unknown).
+        uint64_t holder;
+        if (!c.at_end() && c.varint(holder) && holder && holder - 1 < compact_allocs_)
+            r.allocation_seq = compact_allocs_ - (holder - 1);
+    return r;
+}
+
+ContainerRecord RecordDecoder::decode_container(const RawRecord& rec, Cursor& c) {
+        require_thread(rec);
+        ContainerRecord r;
+        r.tid = tid_;
+        r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
+        std::vector<uint64_t> allocations(std::min<uint64_t>(get_varint(rec, c), 64));
+        for (uint64_t& a : allocations) {
+            const uint64_t holder = get_varint(rec, c);
+            a = holder && holder - 1 < compact_allocs_ ? compact_allocs_ - (holder - 1) : 0;
+        }
+        auto allocation = [&](uint64_t index) { return index && index <= allocations.size() ? allocations[index - 1] : 0; };
+        r.walk_seq = get_varint(rec, c);
+        r.flags = get_varint(rec, c);
+        r.walk_ns = get_varint(rec, c);
+        r.container_id = get_varint(rec, c);
+        r.kind = get_varint(rec, c);
+        r.entries = get_varint(rec, c);
+        r.table_allocation = allocation(get_varint(rec, c));
+        r.name = get_string(rec, c);
+        r.owner_type = get_string(rec, c);
+        r.key_types = split_cmdline(get_string(rec, c));
+        r.value_types = split_cmdline(get_string(rec, c));
+        const uint64_t m = std::min<uint64_t>(get_varint(rec, c), 64);
+        for (uint64_t i = 0; i < m; ++i)
+            if (const uint64_t a = allocation(get_varint(rec, c))) r.entry_allocations.push_back(a);
+    return r;
+}
+
+// The CPython agent's records (docs/cpython.md). CacheCreate, CacheInsert, TypeCreate,
+// Collection and Container are thread events whose dticks move the run's clock.
+bool RecordDecoder::decode_python_record(const RawRecord& rec, Cursor& c) {
+    switch (static_cast<RecordKind>(rec.kind)) {
+        default:
+            return false;
+        case RecordKind::CacheCreate:
+            visitor_.on_cache_create(decode_cache_create(rec, c));
+            return true;
+        case RecordKind::CacheInsert:
+            visitor_.on_cache_insert(decode_cache_insert(rec, c));
+            return true;
+        case RecordKind::TypeCreate:
+            visitor_.on_type_create(decode_type_create(rec, c));
+            return true;
         case RecordKind::Collection: {
             require_thread(rec);
             CollectionRecord r;
@@ -363,51 +441,11 @@ void RecordDecoder::decode(const RawRecord& rec) {
             r.generation = get_varint(rec, c);
             r.flags = get_varint(rec, c);
             visitor_.on_collection(r);
-            return;
+            return true;
         }
-        case RecordKind::Container: {
-            require_thread(rec);
-            ContainerRecord r;
-            r.tid = tid_;
-            r.ticks = ticks_ += static_cast<uint64_t>(get_svarint(rec, c));
-            std::vector<uint64_t> allocations(std::min<uint64_t>(get_varint(rec, c), 64));
-            for (uint64_t& a : allocations) {
-                const uint64_t holder = get_varint(rec, c);
-                a = holder && holder - 1 < compact_allocs_ ? compact_allocs_ - (holder - 1) : 0;
-            }
-            auto allocation = [&](uint64_t index) { return index && index <= allocations.size() ? allocations[index - 1] : 0; };
-            r.walk_seq = get_varint(rec, c);
-            r.flags = get_varint(rec, c);
-            r.walk_ns = get_varint(rec, c);
-            r.container_id = get_varint(rec, c);
-            r.kind = get_varint(rec, c);
-            r.entries = get_varint(rec, c);
-            r.table_allocation = allocation(get_varint(rec, c));
-            r.name = get_string(rec, c);
-            r.owner_type = get_string(rec, c);
-            r.key_types = split_cmdline(get_string(rec, c));
-            r.value_types = split_cmdline(get_string(rec, c));
-            const uint64_t m = std::min<uint64_t>(get_varint(rec, c), 64);
-            for (uint64_t i = 0; i < m; ++i)
-                if (const uint64_t a = allocation(get_varint(rec, c))) r.entry_allocations.push_back(a);
-            visitor_.on_container(r);
-            return;
-        }
-        case RecordKind::Exiting:
-            visitor_.on_exiting(get_varint(rec, c));
-            return;
-        case RecordKind::Sampling:
-            visitor_.on_sampling(get_varint(rec, c));
-            return;
-        case RecordKind::Ledger: {
-            LedgerRecord r;
-            for (uint64_t* field : {&r.allocations_recorded, &r.frees_recorded, &r.allocations_written,
-                                    &r.frees_written, &r.live, &r.weightless, &r.untraced_frees, &r.inferred_frees,
-                                    &r.lost_events})
-                *field = get_varint(rec, c);
-            visitor_.on_ledger(r);
-            return;
-        }
+        case RecordKind::Container:
+            visitor_.on_container(decode_container(rec, c));
+            return true;
         case RecordKind::CacheSize: {
             CacheSizeRecord r;
             r.ticks = get_varint(rec, c);
@@ -418,16 +456,12 @@ void RecordDecoder::decode(const RawRecord& rec) {
                 r.entries.emplace_back(id, get_svarint(rec, c));
             }
             visitor_.on_cache_size(r);
-            return;
+            return true;
         }
         case RecordKind::CacheMisses:
             visitor_.on_cache_misses(decode_cache_misses(rec, c));
-            return;
-        case RecordKind::ShortLivedSamples:
-            visitor_.on_short_lived_samples(decode_short_lived(rec, c));
-            return;
+            return true;
     }
-    visitor_.on_unknown(rec);
 }
 
 ReadSummary read_trace(const std::string& path, RecordVisitor& visitor) {

@@ -170,7 +170,7 @@ enum class RecordKind : uint8_t {
     // to the current Thread run and start with svarint dticks like Alloc. Addresses are plain.
     // A functools.lru_cache announced by the Python agent (a later one with the same cache_id
     // replaces the earlier).
-    //   svarint dticks, varint cache_id, varint flags (GROWTRACE_PY_CACHE_* of pyagent/include/growtrace_py_api.h),
+    //   svarint dticks, varint cache_id, varint flags (GROWTRACE_PY_CACHE_* of contracts/growtrace_py_api.h),
     //   svarint maxsize (-1 unbounded), varint wrapper_address, varint dict_address,
     //   varint creation_stack_id (0 unknown), varint entries, string module, string qualname,
     //   string creator_module, string creator_file, varint creator_line,

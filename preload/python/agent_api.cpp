@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "growtrace_py_api.h"
+#include "contracts/growtrace_py_api.h"
 #include "preload/clock.h"
 #include "preload/python/cpython/checked_read.h"
 #include "preload/python/cpython/interpreter.h"

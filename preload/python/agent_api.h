@@ -1,4 +1,4 @@
-// The library's side of the contract with the CPython agent (pyagent/include/growtrace_py_api.h):
+// The library's side of the contract with the CPython agent (contracts/growtrace_py_api.h):
 // turns the agent's calls into trace records, and samples the entry counts of the caches it
 // announced.
 #pragma once

@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "contracts/status_codes.h"
-#include "growtrace_py_api.h"
+#include "contracts/growtrace_py_api.h"
 #include "preload/log.h"
 #include "preload/python/cpython/interpreter.h"
 #include "preload/python/python_allocator.h"

@@ -31,7 +31,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 
-#include "growtrace_py_api.h"
+#include "contracts/growtrace_py_api.h"
 
 #if PY_VERSION_HEX < 0x030A0000
 #error "_growtrace_agent needs CPython 3.10 or newer (the build only asks for versions with a layout)"

@@ -21,7 +21,7 @@
 # from `functools.lru_cache` being an equivalent function object and one full collection
 # (gc.collect()) at the start of shutdown when the collector is enabled.
 
-# The flag values of pyagent/include/growtrace_py_api.h, which
+# The flag values of contracts/growtrace_py_api.h, which
 # tests/unit/contracts_test.cpp holds these to.
 FEATURE_NATIVE_TYPE_HOOK = 1
 CACHE_TYPED = 1

@@ -13,7 +13,7 @@
 #include "contracts/environment.h"
 #include "contracts/status_codes.h"
 #include "contracts/trace_names.h"
-#include "growtrace_py_api.h"
+#include "contracts/growtrace_py_api.h"
 
 namespace growtrace {
 namespace {
@@ -164,7 +164,7 @@ TEST(Environment, NamedVariablesIgnoresAPrefixAlone) {
 }
 
 // The agent (pyagent/startup/growtrace-agent.py) spells the cache, feature and walk flags of
-// pyagent/include/growtrace_py_api.h again: every CACHE_*, FEATURE_* or WALK_* = N it defines
+// contracts/growtrace_py_api.h again: every CACHE_*, FEATURE_* or WALK_* = N it defines
 // must be the header's GROWTRACE_PY_NAME (its other constants are its own settings).
 TEST(AgentFlags, ThePythonAgentUsesTheValuesOfTheCHeader) {
     const std::map<std::string, unsigned> header{

@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 
 #include "contracts/growtrace_py_api.h"
+#include "young_count.h"
 
 #if PY_VERSION_HEX < 0x030A0000
 #error "_growtrace_agent needs CPython 3.10 or newer (the build only asks for versions with a layout)"
@@ -1181,7 +1182,14 @@ static PyObject *call_as_own_work(PyObject *callable, PyObject *arg) {
        nothing while the agent works. */
     int gc_was_enabled = PyGC_Disable();
     int was_own = own_work ? own_work(1) : 0;
+    /* The objects the walk made are not the program's: gc.get_count() must say after the walk
+       what it said before (CPython's test_gc.test_get_count reads it right after gc.collect(),
+       whose callbacks may run a walk). A collection made meanwhile (by another thread) has
+       reset the count: it is left as that collection made it. */
+    int *young = growtrace_young_count();
+    const int young_before = *young;
     PyObject *r = arg ? PyObject_CallOneArg(callable, arg) : PyObject_CallNoArgs(callable);
+    if (*young >= young_before) *young = young_before;
     if (own_work) own_work(was_own);
     if (gc_was_enabled) PyGC_Enable();
     return r;
@@ -1418,6 +1426,11 @@ static PyObject *start(PyObject *m, PyObject *args) {
     PyObject *get_objects, *log_path, *agent_path;
     unsigned long long api_address = 0;
     if (!PyArg_ParseTuple(args, "OOU|K", &get_objects, &log_path, &agent_path, &api_address)) return NULL;
+    /* A subinterpreter (its site runs sitecustomize too) is left alone: the agent's state is one
+       per process and holds the main interpreter's objects; a subinterpreter taking it over
+       released the objects of one that had ended (CPython 3.12's test_atexit made three in a
+       row and crashed in the second). */
+    if (PyInterpreterState_Get() != PyInterpreterState_Main()) return PyLong_FromLong(-1);
     Py_XSETREF(g_get_objects, Py_NewRef(get_objects));
     g_type_scan_final_done = 0;
     growtrace_py_get_api_fn get = api_address

@@ -99,6 +99,13 @@ struct Anchors {
     }
 };
 
+// How many frames two stacks (innermost first) share, read from the outside in.
+size_t shared_outer_frames(const std::vector<Frame>& a, const std::vector<Frame>& b) {
+    size_t n = 0;
+    while (n < a.size() && n < b.size() && same_frame(a[a.size() - 1 - n], b[b.size() - 1 - n])) ++n;
+    return n;
+}
+
 // Frames of the program's own Python code: not the standard library, not an installed package.
 bool is_program_code(const Frame& f) {
     return is_python_frame(f) && f.file.find("/site-packages/") == std::string::npos &&
@@ -110,10 +117,10 @@ bool is_program_code(const Frame& f) {
 // made by the same line of the program (`return make(form)().load(data)`).
 bool part_below_one_program_line(const std::vector<Frame>& a_frames, const std::vector<Frame>& b_frames) {
     const std::vector<Frame> a = python_frames(a_frames), b = python_frames(b_frames);
-    auto ia = a.rbegin(), ib = b.rbegin();
-    const Frame* last_shared = nullptr;
-    for (; ia != a.rend() && ib != b.rend() && same_frame(*ia, *ib); ++ia, ++ib) last_shared = &*ia;
-    return last_shared && !is_entry_frame(*last_shared) && is_program_code(*last_shared);
+    const size_t shared = shared_outer_frames(a, b);
+    if (shared == 0) return false;
+    const Frame& last_shared = a[a.size() - shared];
+    return !is_entry_frame(last_shared) && is_program_code(last_shared);
 }
 
 // The group's level at the end of the window holding time t (its series follows the timeline's
@@ -450,10 +457,10 @@ std::string stack_place(const std::vector<Frame>& frames) { return place_of(prog
 // may or may not have recorded; the allocator below) say nothing about which call it was.
 bool in_same_call(const std::vector<Frame>& a_frames, const std::vector<Frame>& b_frames) {
     const std::vector<Frame> a = python_frames(a_frames), b = python_frames(b_frames);
-    auto ia = a.rbegin(), ib = b.rbegin();
-    bool shared_work = false;
-    for (; ia != a.rend() && ib != b.rend() && same_frame(*ia, *ib); ++ia, ++ib)
-        if (!is_entry_frame(*ia)) shared_work = true;
+    const size_t shared = shared_outer_frames(a, b);
+    const bool shared_work = std::any_of(a.end() - static_cast<std::ptrdiff_t>(shared), a.end(),
+                                         [](const Frame& f) { return !is_entry_frame(f); });
+    auto ia = a.rbegin() + static_cast<std::ptrdiff_t>(shared), ib = b.rbegin() + static_cast<std::ptrdiff_t>(shared);
     if (ia == a.rend() || ib == b.rend()) return shared_work;
     // Parted: inside one function (same function, other lines), which must be real work.
     if (ia->function == ib->function && ia->file == ib->file) return !is_entry_frame(*ia);

@@ -1,13 +1,16 @@
-// The tracer keeps no file descriptor of its own in the program's table between uses. It
-// opens the trace to append a block and /proc/self/stat to read it, and closes them again at
-// once, on its writer thread (a few times a second); libunwind's address-checking pipe is
-// replaced by a check that needs no descriptor (unwinder.cpp). So a program that checks or lists
-// its descriptors, passes them to a child (subprocess's pass_fds, close_fds) or closes "all of
-// them above 2" finds only its own, and no child ever inherits one of ours.
+// The tracer keeps no file descriptor of its own in the program's table, ever. Its file work
+// (a block appended to the trace, /proc/self/stat read) is done on the file thread, whose
+// descriptor table is its own (file_thread.h); libunwind's address-checking pipe is replaced by
+// a check that needs no descriptor (unwinder.cpp). So a program that checks or lists its
+// descriptors, dup2()s onto a free number, passes them to a child (subprocess's pass_fds,
+// close_fds) or closes "all of them above 2" finds only its own, and no child ever inherits one
+// of ours.
 //
-// What is left: for the microseconds an open lasts, one descriptor of ours exists, and it takes
-// the lowest free number; a thread of the program that closes a descriptor and opens another
-// at that very moment, counting on getting the number back, gets the next one instead.
+// What is left in the program's table, for the microseconds an open lasts: the trace's
+// creation and /proc/self/cmdline's read when a trace begins (before main, in a forked child
+// before it returns from fork, or on attach), and every open when the kernel refuses the file
+// thread a table of its own (before Linux 5.9, or under a seccomp policy that refuses
+// close_range). Such a descriptor takes the lowest free number and is closed at once.
 #pragma once
 
 #include <sys/types.h>

@@ -23,6 +23,7 @@
 #include "preload/recursion_guard.h"
 #include "preload/sampler.h"
 #include "preload/thread_registry.h"
+#include "preload/process_stat.h"
 #include "preload/tracer_thread.h"
 #include "preload/unwinder.h"
 #include "preload/writer.h"
@@ -69,7 +70,7 @@ int resume_writer(void*) {
 
 void prepare_fork() {
     RecursionGuard guard;
-    t_writer_parked = tracer_active() && python::fork_counts_threads() && caller_alone_with_one_tracer_thread() &&
+    t_writer_parked = tracer_active() && python::fork_counts_threads() && caller_alone_with_tracer_threads() &&
                       writer_park_for_fork();
     writer_prepare_fork();
     thread_registry_prepare_fork();

@@ -15,6 +15,7 @@
 #include "format/checksum.h"
 #include "format/trace_format.h"
 #include "preload/descriptors.h"
+#include "preload/file_thread.h"
 #include "preload/log.h"
 #include "preload/sampler.h"
 
@@ -126,9 +127,28 @@ bool TraceFile::write_all(int fd, const void* data, size_t size) {
 
 bool TraceFile::write_block(const uint8_t* records, size_t size) {
     if (!open_ || size == 0) return open_;
-    // Compressed and checksummed first: the descriptor is open for the write alone.
-    format::BlockHeader header{};
-    const uint8_t* payload = encode_block(records, size, header);
+    // Compressed and checksummed first: the descriptor is open for the write alone, and on the
+    // file thread (file_thread.h), out of the program's table.
+    struct Append {
+        TraceFile* file;
+        format::BlockHeader header;
+        const uint8_t* payload;
+    } append{this, {}, nullptr};
+    append.payload = encode_block(records, size, append.header);
+    bool written = on_file_thread(
+        [](void* a) {
+            auto* block = static_cast<Append*>(a);
+            return int(block->file->append_block(block->header, block->payload));
+        },
+        &append);
+    if (written) {
+        complete_size_ += sizeof append.header + append.header.stored_size;
+        remember_block(records, size);  // only a block on disk can be the next one's prefix
+    }
+    return written;
+}
+
+bool TraceFile::append_block(const format::BlockHeader& header, const uint8_t* payload) {
     int fd = open_to_append();
     if (fd < 0) return false;
     bool written = write_encoded(fd, header, payload);
@@ -140,10 +160,6 @@ bool TraceFile::write_block(const uint8_t* records, size_t size) {
         last_errno_ = saved;
     }
     ::close(fd);
-    if (written) {
-        complete_size_ += sizeof header + header.stored_size;
-        remember_block(records, size);  // only a block on disk can be the next one's prefix
-    }
     return written;
 }
 

@@ -55,6 +55,8 @@ private:
     // right after a copy of the header in compressed_, for one write).
     const uint8_t* encode_block(const uint8_t* records, size_t size, format::BlockHeader& header);
     bool write_encoded(int fd, const format::BlockHeader& header, const uint8_t* payload);
+    // Opens, appends the encoded block, closes: the part of write_block done on the file thread.
+    bool append_block(const format::BlockHeader& header, const uint8_t* payload);
 
     bool open_ = false;
     bool removed_ = false;

@@ -1,15 +1,14 @@
 #include "preload/tracer_thread.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <ctime>
 #include <cstdlib>
-#include <cstring>
-
-#include "preload/descriptors.h"
 
 namespace growtrace::preload {
 namespace {
@@ -75,48 +74,15 @@ void tracer_threads_forget_after_fork() {
     for (Start& s : g_starts) s.taken.store(false);
 }
 
-bool read_process_stat(int fd, ProcessStat& out) {
-    char text[1024];
-    ssize_t n = pread(fd, text, sizeof text - 1, 0);
-    if (n <= 0) return false;
-    text[n] = '\0';
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, the last ')' ends it.
-    char* p = strrchr(text, ')');
-    if (!p || p[1] != ' ' || !p[2]) return false;
-    char* fields[24] = {};
-    int count = 0;
-    for (char* f = p + 2; *f && count < 24;) {
-        fields[count++] = f;
-        while (*f && *f != ' ') ++f;
-        while (*f == ' ') ++f;
+void wait_until_thread_gone(pid_t tid) {
+    for (int i = 0; i < 20000; ++i) {
+        if (syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH) return;
+        timespec pause{0, 50000};
+        nanosleep(&pause, nullptr);
     }
-    // Field 3 of proc(5) is fields[0]: state; 20 num_threads; 24 rss (pages).
-    if (count < 22) return false;
-    out.leader_state = fields[0][0];
-    out.threads = strtol(fields[17], nullptr, 10);
-    out.rss_pages = strtoull(fields[21], nullptr, 10);
-    return true;
 }
 
-bool read_own_stat(ProcessStat& out) {
-    int fd = open_for_tracer("/proc/self/stat", O_RDONLY);
-    if (fd < 0) return false;
-    bool read = read_process_stat(fd, out);
-    close(fd);
-    return read;
-}
-
-bool caller_alone_with_one_tracer_thread() {
-    ProcessStat stat;
-    return g_running.load() == 1 && read_own_stat(stat) && stat.threads == 2;
-}
-
-bool program_has_ended(const ProcessStat& stat) {
-    // A main thread that ended while other threads run stays a zombie ('Z', 'X' while it is
-    // reaped) and is still counted. Any other thread beyond ours is the program's.
-    if (stat.leader_state != 'Z' && stat.leader_state != 'X') return false;
-    return stat.threads - 1 <= g_running.load();
-}
+int tracer_threads_running() { return g_running.load(); }
 
 void end_process_for_program() {
     pthread_sigmask(SIG_SETMASK, &t_creator_mask, nullptr);

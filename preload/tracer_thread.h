@@ -8,6 +8,8 @@
 // way the program's last thread would have (end_process_for_program).
 #pragma once
 
+#include <sys/types.h>
+
 namespace growtrace::preload {
 
 // pthread_create's result: 0, or an errno value.
@@ -16,27 +18,14 @@ int start_tracer_thread(void* (*body)(void*), void* arg);
 // In a forked child, where none of the parent's threads exist.
 void tracer_threads_forget_after_fork();
 
-// What /proc/self/stat says about the whole process.
-struct ProcessStat {
-    char leader_state = '?';  // of the main thread: 'Z' once it ended while others run
-    long threads = 0;         // threads still counted by the kernel (an ended main thread included)
-    unsigned long long rss_pages = 0;
-};
-// Reads it from an open /proc/self/stat; false if the text is not that.
-bool read_process_stat(int fd, ProcessStat& out);
-// Reads /proc/self/stat, opened for the read only: no descriptor of ours stays in the
-// program's table.
-bool read_own_stat(ProcessStat& out);
+// How many tracer threads are between their first and last instruction of ours.
+int tracer_threads_running();
 
-// True when the process is the calling thread and one tracer thread, which is running.
-bool caller_alone_with_one_tracer_thread();
+// Until the kernel no longer counts the thread `tid` (it is removed from the process a moment
+// after its last instruction); at most about a second.
+void wait_until_thread_gone(pid_t tid);
 
-// True when the program's own threads have all ended: its main thread is gone and every thread
-// left is one of ours. Counts only tracer threads that are sure to be running, so it may answer
-// false a tick late, never true early.
-bool program_has_ended(const ProcessStat& stat);
-
-// Called by a tracer thread once program_has_ended(): takes the signal mask of the program
+// Called by a tracer thread once program_has_ended() (process_stat.h): takes the signal mask of the program
 // thread that created it (so a signal sent from now on does what it would do untraced) and
 // calls exit(0), as glibc does when the last thread ends: atexit handlers and stdio buffers
 // run, and the library's destructor finishes the trace. Never returns.

@@ -22,9 +22,11 @@
 #include "preload/sampler.h"
 #include "preload/session.h"
 #include "preload/event_merger.h"
+#include "preload/file_thread.h"
 #include "preload/thread_registry.h"
 #include "preload/trace_compactor.h"
 #include "preload/trace_file.h"
+#include "preload/process_stat.h"
 #include "preload/tracer_thread.h"
 
 namespace growtrace::preload {
@@ -67,7 +69,7 @@ unsigned g_tick_ms = 100;
 // How often the writer reads /proc/self/stat: for the RSS of its time marks and to see whether
 // the program's threads have all ended, once a second; every kWatchMs (whatever the tick) once
 // the main thread has ended, the only way all can end without exit(). Each read opens the file
-// for a moment (preload/descriptors.h): rarely, then.
+// for a moment, on the file thread (file_thread.h).
 constexpr unsigned kWatchMs = 100;
 constexpr uint64_t kStatPeriodNs = 1000000000u;
 std::atomic<bool> g_main_thread_ended{false};
@@ -317,6 +319,9 @@ void* writer_main(void*) {
         if (auto task = g_tick_task.load(std::memory_order_acquire)) task();
         pthread_mutex_lock(&g_wake_mutex);
     }
+    pthread_mutex_unlock(&g_wake_mutex);
+    file_thread_stop();  // gone before the writer says it has left (a fork may be waiting)
+    pthread_mutex_lock(&g_wake_mutex);
     g_thread_running = false;
     pthread_cond_broadcast(&g_left);
     pthread_mutex_unlock(&g_wake_mutex);
@@ -327,24 +332,16 @@ bool spawn_thread() {
     pthread_mutex_lock(&g_wake_mutex);
     g_thread_running = true;
     pthread_mutex_unlock(&g_wake_mutex);
+    file_thread_start();
     int rc = start_tracer_thread(writer_main, nullptr);
     if (rc != 0) {
+        file_thread_stop();
         log_line("cannot start the writer thread: %s; tracing disabled", strerror(rc));
         pthread_mutex_lock(&g_wake_mutex);
         g_thread_running = false;
         pthread_mutex_unlock(&g_wake_mutex);
     }
     return rc == 0;
-}
-
-// Until the kernel no longer counts the thread `tid` (it is removed from the process after
-// the thread's last instruction, a moment after its exit is seen); at most about a second.
-void wait_until_gone(pid_t tid) {
-    for (int i = 0; i < 20000; ++i) {
-        if (syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH) return;
-        timespec pause{0, 50000};
-        nanosleep(&pause, nullptr);
-    }
 }
 
 }  // namespace
@@ -399,7 +396,7 @@ bool writer_park_for_fork() {
     bool left = !g_thread_running;
     if (!left) g_park.store(false);
     pthread_mutex_unlock(&g_wake_mutex);
-    if (left) wait_until_gone(g_thread_tid.load());
+    if (left) wait_until_thread_gone(g_thread_tid.load());
     return left;
 }
 
@@ -441,7 +438,7 @@ bool writer_wait_until_ended(int timeout_ms) {
         if (pthread_cond_timedwait(&g_left, &g_wake_mutex, &limit) == ETIMEDOUT) break;
     bool left = !g_thread_running;
     pthread_mutex_unlock(&g_wake_mutex);
-    if (left) wait_until_gone(g_thread_tid.load());
+    if (left) wait_until_thread_gone(g_thread_tid.load());
     return left;
 }
 
@@ -467,6 +464,7 @@ void writer_child_after_fork() {
     pthread_cond_init(&g_wake_cond, nullptr);
     pthread_cond_init(&g_left, nullptr);
     g_thread_running = false;  // the parent's writer, if any, is not in the child
+    file_thread_forget_after_fork();
     tracer_threads_forget_after_fork();
 }
 

@@ -40,6 +40,8 @@
 //                                (like CPython's test fd_status.py) and those in /proc/self/fd
 //   pass-fds SELF                opens two descriptors and a pipe, then a child redirects its
 //                                output to the pipe and execs SELF fd-status; prints its line
+//   fd-watch MILLISECONDS        a thread looks at descriptors 3..63 over and over while the
+//                                main thread churns; prints how many it found open (it opens none)
 //
 //   gt_stress after FILE MODE [ARGS...] waits until FILE exists (at most 30 s: a test attaches
 //   the tracer first), then runs MODE, printing nothing more.
@@ -575,6 +577,32 @@ int mode_pass_fds(const char* self) {
     return status == 0 ? 0 : 1;
 }
 
+// Any descriptor found here that was not open before is someone else's: the program opens
+// none while it watches.
+std::atomic<bool> g_watching{true};
+
+void* watch_descriptors(void* seen) {
+    bool open_before[64];
+    for (int fd = 0; fd < 64; ++fd) open_before[fd] = fcntl(fd, F_GETFD) >= 0;
+    long found = 0;
+    while (g_watching.load(std::memory_order_relaxed))
+        for (int fd = 3; fd < 64; ++fd)
+            if (!open_before[fd] && fcntl(fd, F_GETFD) >= 0) ++found;
+    *static_cast<long*>(seen) = found;
+    return nullptr;
+}
+
+int mode_fd_watch(long milliseconds) {
+    long seen = 0;
+    pthread_t watcher;
+    if (pthread_create(&watcher, nullptr, watch_descriptors, &seen) != 0) die("pthread_create");
+    for (uint64_t end = now_ms() + static_cast<uint64_t>(milliseconds); now_ms() < end;) churn(3000, 5);
+    g_watching.store(false);
+    pthread_join(watcher, nullptr);
+    printf("fd-watch: %s\n", seen ? "found descriptors the program did not open" : "no descriptor but its own");
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -611,6 +639,7 @@ int main(int argc, char** argv) {
     if (!strcmp(mode, "fork-from-thread")) return mode_fork_from_thread();
     if (!strcmp(mode, "fd-status")) return mode_fd_status();
     if (!strcmp(mode, "pass-fds") && argc > 2) return mode_pass_fds(argv[2]);
+    if (!strcmp(mode, "fd-watch")) return mode_fd_watch(arg(2, 1000));
     fprintf(stderr, "gt_stress: unknown mode %s\n", mode);
     return 64;
 }

@@ -439,6 +439,19 @@ TEST(Stress, ProgramSeesTheSameDescriptorsTraced) {
     }
 }
 
+// Not even for the moment an open lasts: with a block written every 10 ms, a thread that looks
+// at every number over and over finds none of the tracer's (its file work has a descriptor
+// table of its own, preload/file_thread.h).
+TEST(Stress, ATracerDescriptorIsNeverInTheProgramsTableEvenForAMoment) {
+    ScratchDir dir;
+    ProcessResult plain = untraced({"fd-watch", "1500"});
+    ProcessResult r = growtrace({"run", "-o", dir / "watch.gtrace", "--", GT_STRESS, "fd-watch", "1500"},
+                                {.cwd = dir.path().string(), .env = {{"GROWTRACE_TICK_MS", "10"}}});
+    expect_same_behaviour(plain, r, true);
+    EXPECT_EQ(r.out, "fd-watch: no descriptor but its own\n");
+    EXPECT_TRUE(analyze_json(dir, dir / "watch.gtrace").value("ended_cleanly", false));
+}
+
 // The tracer's own frames never show in a stack: not its hooks, and not the function through
 // which it runs the program's main (to mark the start of exit).
 TEST(Stress, TracerFramesNeverShowInStacks) {

@@ -920,7 +920,12 @@ static void agent_gc_work(PyObject *args) {
     if (start && g_scan_types && !g_type_scan_final_done) scan_types((int)generation);
     if ((start || stop) && !g_final_collecting && (g_native || g_log_fd >= 0) && generation == GT_OLDEST_GENERATION)
         report_collection(start ? GROWTRACE_PY_GC_START : GROWTRACE_PY_GC_STOP, (uint32_t)generation, 0);
-    if (stop && !g_final_collecting && walk_is_due()) run_walk();
+    /* A walk runs when a collection starts, not when it stops: its own objects, freed at once,
+       go to CPython's free lists, and a full collection empties those before it stops (as
+       gc.collect() does untraced). Walked after the stop, they would stay there, and a program
+       that reads gc.get_count() right after gc.collect() would see its next list or tuple taken
+       from a free list without counting as an allocation (CPython's test_gc.test_get_count). */
+    if (start && !g_final_collecting && walk_is_due()) run_walk();
 }
 
 /* gc.callbacks, unchanged as the program sees it.

@@ -131,7 +131,7 @@ def main():
                                  "element_dict", "element_list", "deque"])
     parser.add_argument("--count", type=int, default=10000)
     parser.add_argument("--pause-every", type=int, default=100)
-    parser.add_argument("--pause", type=float, default=0.04)
+    parser.add_argument("--pause", type=float, default=0.01)
     parser.add_argument("--walks", type=int, default=4,
                         help="phases, each ended by waiting for one of the agent's walks (0: none)")
     parser.add_argument("--print-ticks", action="store_true",

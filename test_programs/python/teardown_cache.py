@@ -52,7 +52,7 @@ def tear_down() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2500)
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--teardown", choices=("modules", "atexit", "clear"), default="modules")
     args = parser.parse_args()
     summary = Summary("teardown_cache")

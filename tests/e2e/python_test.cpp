@@ -447,7 +447,7 @@ TEST_P(PythonModes, ClassesOnlyFullCollectionsFreeAreNotGrowth) {
     for (const char* every : {"0", "1000"}) {
         SCOPED_TRACE(std::string("--collect-every ") + every);
         ScratchDir dir;
-        json report = trace(dir, {program, "--requests", "3000", "--seconds", "4", "--window", "300", "--threshold2",
+        json report = trace(dir, {program, "--requests", "3000", "--seconds", "1.5", "--window", "300", "--threshold2",
                                   "1000000", "--collect-every", every});
         EXPECT_TRUE(findings_of_kind(report, "duplicate_types").empty()) << report["findings"].dump().substr(0, 2000);
         for (const json& f : findings_of_kind(report, "unbounded_growth"))
@@ -462,7 +462,7 @@ TEST_P(PythonModes, ClassesOnlyFullCollectionsFreeAreNotGrowth) {
         EXPECT_TRUE(schema) << report["types"].dump().substr(0, 2000);
     }
     ScratchDir dir;
-    json kept = trace(dir, {program, "--requests", "1500", "--seconds", "3", "--keep", "--collect-every", "500"});
+    json kept = trace(dir, {program, "--requests", "1500", "--seconds", "1", "--keep", "--collect-every", "500"});
     auto types = findings_of_kind(kept, "duplicate_types");
     ASSERT_EQ(types.size(), 1u) << kept["findings"].dump().substr(0, 2000);
     EXPECT_EQ(types[0]["type"]["name"], "__main__.Schema");
@@ -475,7 +475,7 @@ TEST_P(PythonModes, ClassesOnlyFullCollectionsFreeAreNotGrowth) {
 
 // Nothing after the shutdown mark decides a verdict, and a cache emptied at the very end of the
 // work (cache_clear() at the end of the script, an atexit handler tearing its module down) is
-// judged on the run before: 2500 entries over 3 s, a growing cache in every case.
+// judged on the run before: 2500 entries over 1 s, a growing cache in every case.
 TEST_P(PythonModes, CacheTornDownAtExitIsStillAGrowingCache) {
     const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);

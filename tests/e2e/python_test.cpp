@@ -178,7 +178,7 @@ TEST_P(PythonModes, StdlibCopyOfTheOpenAIPattern) {
     // with a 128 KiB buffer and classes holding 128 KiB, so that the stacks of the cache's
     // entries and of the classes hold enough samples to be judged.
     const int requests = 400;
-    std::vector<std::string> args{kPrograms + "lru_growth.py", "--requests", std::to_string(requests), "--interval", "0.01"};
+    std::vector<std::string> args{kPrograms + "lru_growth.py", "--requests", std::to_string(requests), "--interval", "0.004"};
     if (sampled()) args.insert(args.end(), {"--buffer", "131072", "--class-payload", "131072"});
     json report = trace(dir, args);
     auto caches = findings_of_kind(report, "cache_growth");
@@ -509,7 +509,7 @@ TEST_P(PythonModes, SchemaClassesThatAllDieAreNotDuplicateTypes) {
     const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, false);
     ScratchDir dir;
-    json report = trace(dir, {kPrograms + "schema_churn.py"});
+    json report = trace(dir, {kPrograms + "schema_churn.py", "--seconds", "1"});
     EXPECT_TRUE(findings_of_kind(report, "duplicate_types").empty()) << report["findings"].dump().substr(0, 2000);
     bool schema = false;
     for (const json& t : report["types"]) {

@@ -153,12 +153,12 @@ TEST_P(Containers, BoundedDictEvictingItsOldestKeyIsQuiet) {
 }
 
 // A loaded machine spaces the walks out (each waits 100 times its expected CPU time): here they
-// are at least 2 s apart, so that the program's paced 4 s give two, and the last one. The
-// program waits for the walks its verdicts need rather than for a time.
-// growtrace run passes its own environment on to the program.
+// are at least 1 s apart, longer than the program's paced work between two of them, so that
+// every walk but the last is one the program waited for (it waits for the walks its verdicts
+// need rather than for a time). growtrace run passes its own environment on to the program.
 class RareWalks {
 public:
-    RareWalks() { setenv("GROWTRACE_CONTAINER_PERIOD", "2", 1); }
+    RareWalks() { setenv("GROWTRACE_CONTAINER_PERIOD", "1", 1); }
     ~RareWalks() { unsetenv("GROWTRACE_CONTAINER_PERIOD"); }
 };
 

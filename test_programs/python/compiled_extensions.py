@@ -1,8 +1,12 @@
 """Uses a little of one compiled extension package's API (the ones users load most) and prints
-deterministic results: `compiled_extensions.py PACKAGE`. Run untraced and under `growtrace run`
-(tests/e2e/python_extensions_test.cpp, RealExtensions): exit status and output must be the
-same. The packages come from tools/python_extensions_requirements.txt."""
+deterministic results: `compiled_extensions.py PACKAGE|all [--after FILE]`. Run untraced, under
+`growtrace run` and attached (tests/e2e/python_extensions_test.cpp, RealExtensions): exit status
+and output must be the same. With --after, it prints "ready", waits until FILE exists (at most
+60 s: the test attaches first), then imports and uses the package. The packages come from
+tools/python_extensions_requirements.txt."""
+import os
 import sys
+import time
 
 
 def use_grpc():
@@ -117,6 +121,31 @@ def use_cryptography():
     print("cryptography", digest.finalize().hex()[:16], sealed.hex(), aead.decrypt(bytes(12), sealed, b"aad"))
 
 
+def use_pandas():
+    import pandas as pd
+
+    frame = pd.DataFrame({"team": ["a", "b", "a", "c", "b"], "score": [3, 5, 4, 1, 2],
+                          "day": pd.to_datetime(["2026-01-01", "2026-01-02", "2026-01-02", "2026-01-03", "2026-01-05"])})
+    totals = frame.groupby("team")["score"].sum().to_dict()
+    names = pd.DataFrame({"team": ["a", "b", "c"], "name": ["ants", "bees", "cats"]})
+    merged = frame.merge(names, on="team").sort_values(["day", "team"])
+    print("pandas", totals, merged["name"].tolist(), merged["day"].dt.day.tolist(), frame.to_csv(index=False).count("\n"))
+
+
+def use_psycopg2():
+    import psycopg2
+    from psycopg2 import extensions
+
+    quoted = [extensions.adapt(v).getquoted().decode() for v in (42, 2.5, None, True, b"\x00ab")]
+    dsn = extensions.parse_dsn("dbname=app user=growtrace host=127.0.0.1 port=1")
+    try:  # libpq itself: port 1 refuses at once
+        psycopg2.connect(dbname="app", host="127.0.0.1", port=1, connect_timeout=5)
+        refused = "connected"
+    except psycopg2.OperationalError:
+        refused = "OperationalError"
+    print("psycopg2", quoted, sorted(dsn.items()), refused)
+
+
 USES = {
     "grpc": use_grpc,
     "protobuf": use_protobuf,
@@ -127,7 +156,20 @@ USES = {
     "pydantic_core": use_pydantic_core,
     "lxml": use_lxml,
     "cryptography": use_cryptography,
+    "pandas": use_pandas,
+    "psycopg2": use_psycopg2,
 }
 
+
+def wait_for(path):
+    print("ready", flush=True)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 if __name__ == "__main__":
-    USES[sys.argv[1]]()
+    if len(sys.argv) > 3 and sys.argv[2] == "--after":
+        wait_for(sys.argv[3])
+    for use in (USES.values() if sys.argv[1] == "all" else [USES[sys.argv[1]]]):
+        use()

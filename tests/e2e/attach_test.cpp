@@ -56,6 +56,8 @@ public:
         return result;
     }
     std::string err() const { return read_file(out_ + ".err"); }
+    // Waits until the program ends by itself (at most the 60 s it was started with).
+    ProcessResult wait_to_end() { return spawned_->wait(); }
     // For a failed alive(): how the program ended (exit code or signal) and what it printed
     // to stderr, so a failure on a machine we cannot log in to says what happened.
     std::string how_it_ended() {
@@ -505,6 +507,40 @@ TEST_P(AttachPython, GrowingModuleDictIsNamedWhileAttached) {
     }
     EXPECT_TRUE(named) << json["findings"].dump().substr(0, 2000) << json["containers"].dump().substr(0, 2000);
     service.stop();
+}
+
+// The compiled extensions users load most (test_programs/python/compiled_extensions.py "all":
+// grpcio's server and channel, protobuf, numpy, pandas, psycopg2's libpq, lxml, cryptography,
+// ...), imported and used while attached with every allocation traced: the same output and
+// status as untraced, and a trace that ends cleanly (their types are made ready under the
+// attached library's hooks).
+TEST_P(AttachPython, CompiledExtensionsImportedWhileAttachedWorkAsUntraced) {
+    const PythonUnderTest& py = GetParam();
+    GT_SKIP_UNLESS_INSTALLED(py, true);
+    ScratchDir dir;
+    const std::string program = kPythonPrograms + "compiled_extensions.py";
+    ProcessResult untraced = run_process({py.python, program, "all"}, {.cwd = dir.path().string()});
+    if (untraced.exit_code != 0)
+        GTEST_SKIP() << "the extension packages are not all installed for CPython " << py.name
+                     << " (tools/setup_python.sh installs tools/python_extensions_requirements.txt): "
+                     << untraced.err.substr(0, 300);
+    const std::string go = dir / "go";
+    Service service(dir, {py.python, program, "all", "--after", go});
+    ASSERT_TRUE(service.wait_for_lines(1, 30s)) << service.err();
+    const std::string trace = dir / "ext.gtrace";
+    ProcessResult attach = growtrace({"attach", std::to_string(service.pid()), "--full", "--no-wait", "-o", trace});
+    ASSERT_EQ(attach.exit_code, 0) << attach.describe() << "\n" << attach.err;
+    write_file(go, "");
+    ProcessResult traced = service.wait_to_end();
+    EXPECT_EQ(traced.signal, 0) << service.err();
+    EXPECT_EQ(traced.exit_code, 0) << service.err();
+    std::vector<std::string> lines = service.lines();
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.front(), "ready");
+    std::string out;
+    for (size_t i = 1; i < lines.size(); ++i) out += lines[i] + "\n";
+    EXPECT_EQ(out, untraced.out);
+    EXPECT_TRUE(analyze_json(dir, trace).value("ended_cleanly", false));
 }
 
 // CPython 3.12+ warns at os.fork() in a process of more than one thread: an attached program of

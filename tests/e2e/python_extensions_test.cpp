@@ -86,6 +86,8 @@ const std::vector<Package> kPackages = {
     {"pydantic_core", "pydantic-core", "import pydantic_core"},
     {"lxml", "lxml", "import lxml.etree"},
     {"cryptography", "cryptography", "import cryptography.hazmat.primitives.ciphers.aead"},
+    {"pandas", "pandas", "import pandas"},
+    {"psycopg2", "psycopg2-binary", "import psycopg2"},
 };
 
 inline void PrintTo(const Package& p, std::ostream* os) { *os << p.name; }

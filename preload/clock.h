@@ -12,6 +12,16 @@
 
 namespace growtrace::preload {
 
+// The CLOCK_REALTIME deadline `ms` from now, as pthread_cond_timedwait takes it.
+inline timespec after_ms(unsigned ms) {
+    timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    uint64_t ns = uint64_t(t.tv_nsec) + uint64_t(ms) * 1000000u;
+    t.tv_sec += static_cast<time_t>(ns / 1000000000u);
+    t.tv_nsec = static_cast<long>(ns % 1000000000u);
+    return t;
+}
+
 inline uint64_t now_ticks() {
 #if defined(__x86_64__)
     return __rdtsc();

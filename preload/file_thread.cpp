@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <ctime>
 
+#include "preload/clock.h"
 #include "preload/recursion_guard.h"
 #include "preload/tracer_thread.h"
 
@@ -27,7 +27,7 @@ void* g_arg = nullptr;
 int g_result = 0;
 bool g_done = false;
 std::atomic<pid_t> g_tid{0};
-constexpr long kStartWaitNs = 1000000000;  // for the thread to say whether it serves
+constexpr unsigned kStartWaitMs = 1000;  // for the thread to say whether it serves
 
 // Leaves the program's table for an empty one of our own, without holding a reference to any of
 // the program's files even for a moment (the kernel copies none of the numbers it is asked to
@@ -72,15 +72,6 @@ void* serve(void*) {
     return nullptr;
 }
 
-timespec after_ns(long ns) {
-    timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += ns % 1000000000;
-    t.tv_sec += ns / 1000000000 + t.tv_nsec / 1000000000;
-    t.tv_nsec %= 1000000000;
-    return t;
-}
-
 }  // namespace
 
 void file_thread_start() {
@@ -94,7 +85,7 @@ void file_thread_start() {
     if (start_tracer_thread(serve, nullptr) != 0) {
         g_state = State::Stopped;
     } else {
-        timespec limit = after_ns(kStartWaitNs);
+        timespec limit = after_ms(kStartWaitMs);
         while (g_state == State::Starting)
             if (pthread_cond_timedwait(&g_changed, &g_mutex, &limit) != 0) break;
         // Still starting (a stalled machine): it serves once it is up; until then callers work

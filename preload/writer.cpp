@@ -121,15 +121,6 @@ uint64_t read_rss_bytes() {
     return g_rss_bytes;
 }
 
-timespec after_ms(unsigned ms) {
-    timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    uint64_t ns = uint64_t(t.tv_nsec) + uint64_t(ms) * 1000000u;
-    t.tv_sec += static_cast<time_t>(ns / 1000000000u);
-    t.tv_nsec = static_cast<long>(ns % 1000000000u);
-    return t;
-}
-
 bool before(const timespec& a, const timespec& b) {
     return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
 }

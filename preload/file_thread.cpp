@@ -22,10 +22,9 @@ pthread_mutex_t g_one_at_a_time = PTHREAD_MUTEX_INITIALIZER;  // held by a calle
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;          // guards everything below
 pthread_cond_t g_changed = PTHREAD_COND_INITIALIZER;          // state, work posted or done
 State g_state = State::Stopped;
-int (*g_work)(void*) = nullptr;  // posted, not yet done
+int (*g_work)(void*) = nullptr;  // posted and not yet done (null again once it is)
 void* g_arg = nullptr;
 int g_result = 0;
-bool g_done = false;
 std::atomic<pid_t> g_tid{0};
 constexpr unsigned kStartWaitMs = 1000;  // for the thread to say whether it serves
 
@@ -62,9 +61,8 @@ void* serve(void*) {
         pthread_mutex_unlock(&g_mutex);
         int result = work(arg);
         pthread_mutex_lock(&g_mutex);
-        g_work = nullptr;
         g_result = result;
-        g_done = true;
+        g_work = nullptr;
         pthread_cond_broadcast(&g_changed);
     }
     set_state(State::Stopped);
@@ -117,9 +115,8 @@ int on_file_thread(int (*work)(void*), void* arg) {
     }
     g_work = work;
     g_arg = arg;
-    g_done = false;
     pthread_cond_broadcast(&g_changed);
-    while (!g_done) pthread_cond_wait(&g_changed, &g_mutex);
+    while (g_work) pthread_cond_wait(&g_changed, &g_mutex);
     int result = g_result;
     pthread_mutex_unlock(&g_mutex);
     pthread_mutex_unlock(&g_one_at_a_time);
@@ -132,7 +129,6 @@ void file_thread_forget_after_fork() {
     pthread_cond_init(&g_changed, nullptr);
     g_state = State::Stopped;
     g_work = nullptr;
-    g_done = false;
     g_tid.store(0);
 }
 

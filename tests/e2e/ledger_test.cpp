@@ -205,7 +205,11 @@ TEST_P(PythonLedger, ObjectsHandedBetweenThreadsAreAllAccountedFor) {
     trace_program(dir, dir / "long.gtrace", {py.python, program, mode, "--items", "32000"});
     const uint64_t short_live = balanced_live(dir, dir / "short.gtrace");
     const uint64_t long_live = balanced_live(dir, dir / "long.gtrace");
-    EXPECT_LE(long_live, short_live + 40) << "live at the end grew with the work: frees were lost";
+    // A lost free leaves a block per item: 24,000 more items would leave thousands more. What
+    // does vary between runs is how full the interpreter's free lists are at exit (up to 80
+    // dicts and 80 lists each, filled by whichever thread freed last): 61 more blocks were seen
+    // once in about 50 runs (Py3_10_queue). 240 is one lost free in a hundred.
+    EXPECT_LE(long_live, short_live + 240) << "live at the end grew with the work: frees were lost";
 }
 
 // The same hand-offs sampled: balanced, and quiet.

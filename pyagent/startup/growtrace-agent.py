@@ -4,7 +4,7 @@
 # sys.modules; the file name has a '-' so it cannot be imported by name either. It:
 #  - replaces functools.lru_cache by a copy of itself whose global `_lru_cache_wrapper` is
 #    `factory` below: every lru_cache/cache created from now on gets a C probe (see
-#    _growtrace_agent.c) as its function, so misses = insertions are reported, while
+#    pyagent/src/probe.c) as its function, so misses = insertions are reported, while
 #    functools._lru_cache_wrapper stays the real C type (isinstance checks keep working);
 #  - registers the caches that already exist (typing's, when a .pth imported it early);
 #  - resolves the names a cache is bound to when it first misses;
@@ -321,7 +321,7 @@ class _Agent:
         # Reports full collections (and, with scans_types, new classes) from the collector's own
         # list of callbacks, which the program no longer sees: gc.callbacks is bound to a list of
         # the program's entries that the agent's callback calls after its work, as the collector
-        # would (_growtrace_agent.c, "gc.callbacks, unchanged as the program sees it"). So a
+        # would (pyagent/src/gc_callbacks.c, "gc.callbacks, unchanged as the program sees it"). So a
         # program sees the gc.callbacks it would untraced, and cannot remove the agent's callback.
         self.ext.take_gc_callbacks(self.gc)
         os.register_at_fork(after_in_child=self.after_fork_in_child)

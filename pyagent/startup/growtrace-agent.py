@@ -4,7 +4,7 @@
 # sys.modules; the file name has a '-' so it cannot be imported by name either. It:
 #  - replaces functools.lru_cache by a copy of itself whose global `_lru_cache_wrapper` is
 #    `factory` below: every lru_cache/cache created from now on gets a C probe (see
-#    _growtrace_agent.c) as its function, so misses = insertions are reported, while
+#    pyagent/src/probe.c) as its function, so misses = insertions are reported, while
 #    functools._lru_cache_wrapper stays the real C type (isinstance checks keep working);
 #  - registers the caches that already exist (typing's, when a .pth imported it early);
 #  - resolves the names a cache is bound to when it first misses;
@@ -30,6 +30,8 @@ CACHE_METHOD = 4
 
 
 def install(ext, log_path, agent_path, api=0, attached=False):
+    # -> the features the library offers (detach() when attached), or None when there is no
+    # preload library and no log file: then the agent stays out of the way.
     import sys
     import gc
     import _weakref
@@ -37,59 +39,69 @@ def install(ext, log_path, agent_path, api=0, attached=False):
 
     features = ext.start(gc.get_objects, log_path, agent_path, api)
     if features < 0:
-        return None  # no preload library and no log file: stay out of the way
-    active = True
+        return None
+    agent = _Agent(ext, features, _Caches(ext, log_path is not None, sys, gc, _weakref, functools))
+    agent.caches.register_existing(agent.real_wrapper, attached)
+    if os_environ_flag("GROWTRACE_CONTAINERS", True):
+        agent.start_walks()
+    if attached:
+        return agent.attach()
+    agent.patch_lru_cache()
+    return features
 
-    # Registered first, so it runs last of the program's atexit callbacks: the state the
-    # program leaves behind is measured before the interpreter frees it all.
-    import atexit
-    atexit.register(ext.process_exiting)
-    scans_types = not features & FEATURE_NATIVE_TYPE_HOOK
-    if scans_types:
-        ext.enable_type_scan()
-        atexit.register(ext.type_scan_final)  # runs before process_exiting (LIFO)
 
-    real_wrapper = functools._lru_cache_wrapper
-    functools_globals = functools.__dict__
-    logging = log_path is not None
-    module_type = type(sys)
-    live = {}  # cache_id -> (weakref to wrapper, CacheCreate fields, bound names or None)
-    patched_globals = dict(functools_globals)  # globals of the patched lru_cache, see below
+def frames_text(frame, limit=32):
+    out = []
+    while frame is not None and len(out) < limit:
+        code = frame.f_code
+        out.append(f"{code.co_filename}:{frame.f_lineno}:{getattr(code, 'co_qualname', code.co_name)}")
+        frame = frame.f_back
+    return out
 
-    def frames_text(frame, limit=32):
-        out = []
-        while frame is not None and len(out) < limit:
-            code = frame.f_code
-            out.append(f"{code.co_filename}:{frame.f_lineno}:{getattr(code, 'co_qualname', code.co_name)}")
-            frame = frame.f_back
-        return out
 
-    def describe_callable(fn):
-        # __module__/__qualname__ of functions and classes are plain attributes.
-        try:
-            module = fn.__module__
-            qualname = fn.__qualname__
-        except Exception:
-            module, qualname = None, None
-        if not isinstance(module, str):
-            module = ""
-        if not isinstance(qualname, str):
-            qualname = type(fn).__qualname__
-        return module, qualname
+def describe_callable(fn):
+    # __module__/__qualname__ of functions and classes are plain attributes.
+    try:
+        module = fn.__module__
+        qualname = fn.__qualname__
+    except Exception:
+        module, qualname = None, None
+    if not isinstance(module, str):
+        module = ""
+    if not isinstance(qualname, str):
+        qualname = type(fn).__qualname__
+    return module, qualname
 
-    def find_bindings(wrapper, module_names):
+
+class _Caches:
+    # The caches the library has been told of: `live` maps a cache id to (weak reference to the
+    # wrapper, its CacheCreate fields, the names it is bound to or None until they are resolved).
+    # The reference is weak: the agent must never keep a cache alive.
+
+    def __init__(self, ext, logging, sys, gc, weakref, functools):
+        self.ext = ext
+        self.logging = logging
+        self.sys = sys
+        self.gc = gc
+        self.weakref = weakref
+        self.live = {}
+        self.functools_globals = functools.__dict__
+        self.patched_globals = dict(self.functools_globals)  # globals of the patched lru_cache
+        self.own_globals = globals()
+        self.cache_destroyed = ext.cache_destroyed  # bound now: module dicts are cleared at exit
+
+    def find_bindings(self, wrapper, module_names):
         names, is_method = [], False
-        for _module_name, name, value, method in module_bindings(sys, module_type, module_names, False):
+        for _module_name, name, value, method in module_bindings(self.sys, type(self.sys), module_names, False):
             if value is wrapper:
                 names.append(name)
                 is_method |= method
         seen = set()
         return [n for n in names if not (n in seen or seen.add(n))], is_method
 
-    def announce(cache_id):
+    def announce(self, cache_id):
         # Emits (again) the CacheCreate of a live cache; resolves its names the first time.
-        # `live` holds the wrapper weakly: the agent must never keep a cache alive.
-        entry = live.get(cache_id)
+        entry = self.live.get(cache_id)
         if entry is None:
             return
         ref, args, names = entry
@@ -99,18 +111,22 @@ def install(ext, log_path, agent_path, api=0, attached=False):
         (cache_dict, maxsize, flags, stack_id, module, qualname,
          creator_module, creator_file, creator_line, creation_stack) = args
         if names is None:
-            names, is_method = find_bindings(wrapper, dict.fromkeys([creator_module, module]))
+            names, is_method = self.find_bindings(wrapper, dict.fromkeys([creator_module, module]))
             if is_method:
                 flags |= CACHE_METHOD
                 args = (cache_dict, maxsize, flags) + args[3:]
-            live[cache_id] = (ref, args, names)
-        ext.cache_created(cache_id, wrapper, cache_dict, maxsize, flags, stack_id, module,
-                          qualname, creator_module, creator_file, creator_line,
-                          "\0".join(names), creation_stack)
+            self.live[cache_id] = (ref, args, names)
+        self.ext.cache_created(cache_id, wrapper, cache_dict, maxsize, flags, stack_id, module,
+                               qualname, creator_module, creator_file, creator_line,
+                               "\0".join(names), creation_stack)
 
-    cache_destroyed = ext.cache_destroyed  # bound now: module dicts are cleared at exit
+    def announce_probe(self, probe):
+        self.announce(probe.cache_id)
 
-    def on_destroy(cache_id):
+    def on_destroy(self, cache_id):
+        # A closure over locals, not a method: it may run while the interpreter ends.
+        live, cache_destroyed = self.live, self.cache_destroyed
+
         def callback(_ref, cache_id=cache_id):
             try:
                 if live.pop(cache_id, None) is not None:
@@ -119,167 +135,200 @@ def install(ext, log_path, agent_path, api=0, attached=False):
                 pass
         return callback
 
-    def on_first_miss(probe):
-        announce(probe.cache_id)
-
-    own_globals = globals()
-
-    def creator_frame():
+    def creator_frame(self):
         # The first frame that is neither ours nor functools' (decorating_function,
         # lru_cache, cache).
-        frame = sys._getframe(1)
-        while frame is not None and (frame.f_globals is own_globals or frame.f_globals is patched_globals
-                                     or frame.f_globals is functools_globals):
+        frame = self.sys._getframe(1)
+        while frame is not None and (frame.f_globals is self.own_globals or frame.f_globals is self.patched_globals
+                                     or frame.f_globals is self.functools_globals):
             frame = frame.f_back
         return frame
 
-    def register(wrapper, probe, cache_dict, user_function, maxsize, typed):
+    def register(self, wrapper, probe, cache_dict, user_function, maxsize, typed):
+        # A cache made while the agent runs: known now, announced at its first miss.
         try:
-            ext.attach_probe(probe, cache_dict)
-            frame = creator_frame()
+            self.ext.attach_probe(probe, cache_dict)
+            frame = self.creator_frame()
             creator_module = frame.f_globals.get("__name__", "") if frame is not None else ""
             creator_file = frame.f_code.co_filename if frame is not None else ""
             creator_line = frame.f_lineno if frame is not None else 0
             module, qualname = describe_callable(user_function)
-            stack_id = ext.capture_stack()
-            creation_stack = frames_text(frame) if logging else None
+            stack_id = self.ext.capture_stack()
+            creation_stack = frames_text(frame) if self.logging else None
             flags = CACHE_TYPED if typed else 0
             args = (cache_dict, -1 if maxsize is None or maxsize < 0 else maxsize, flags, stack_id,
                     module, qualname, creator_module if isinstance(creator_module, str) else "",
                     creator_file, creator_line or 0, creation_stack)
             cache_id = probe.cache_id
-            live[cache_id] = (_weakref.ref(wrapper, on_destroy(cache_id)), args, None)
+            self.live[cache_id] = (self.weakref.ref(wrapper, self.on_destroy(cache_id)), args, None)
         except Exception:
             pass  # never break the program's decorator
 
-    def factory(user_function, maxsize, typed, cache_info_type):
-        if not active:
-            return real_wrapper(user_function, maxsize, typed, cache_info_type)
-        probe = ext.make_probe(user_function, on_first_miss)
-        wrapper = real_wrapper(probe, maxsize, typed, cache_info_type)
+    def register_existing(self, real_wrapper, attached):
+        # Caches created before the agent: registered now, without creation stack; probed too
+        # when attached (otherwise they were made before `site` ran: typing's and re's).
+        bindings = binding_index(self.sys, type(self.sys), real_wrapper) if attached else None
+        for obj in self.gc.get_objects():
+            if type(obj) is not real_wrapper:
+                continue
+            try:
+                self.register_one_existing(obj, attached, bindings)
+            except Exception:
+                continue
+
+    def register_one_existing(self, obj, attached, bindings):
+        own_dict = obj.__dict__
+        cache_dict = next(r for r in self.gc.get_referents(obj) if type(r) is dict and r is not own_dict)
+        info = obj.cache_info()
+        params = own_dict.get("cache_parameters")
+        typed = bool(params()["typed"]) if callable(params) else False
+        fn = own_dict.get("__wrapped__", obj)
+        module, qualname = describe_callable(fn)
+        maxsize = -1 if info.maxsize is None else info.maxsize
+        flags = CACHE_PREEXISTING | (CACHE_TYPED if typed else 0)
+        creator = (module, "", 0)
+        names = None
+        adopted = self.ext.adopt_cache(obj) if attached else None
+        if adopted is not None:
+            probe, cache_dict = adopted
+            cache_id = probe.cache_id
+            names, is_method, creator = where_bound(bindings.get(id(obj), ()), fn, creator)
+            if is_method:
+                flags |= CACHE_METHOD
+        else:
+            cache_id = self.ext.new_cache_id()
+        self.live[cache_id] = (self.weakref.ref(obj, self.on_destroy(cache_id)),
+                               (cache_dict, maxsize, flags, 0, module, qualname) + creator + (None,),
+                               names)
+        self.announce(cache_id)
+
+    def excluded_ids(self):
+        # The agent's own containers, which no container walk may report.
+        ids = {id(self.live), id(self.patched_globals)}
+        for _ref, args, _names in list(self.live.values()):
+            ids.add(id(args[0]))
+        return ids
+
+    def announce_again(self):
+        # In a forked child, which writes a trace of its own: the caches announced in the parent.
+        for cache_id, (_ref, _args, names) in list(self.live.items()):
+            if names is not None:
+                self.announce(cache_id)
+
+    def release_all(self):
+        for ref, _args, _names in list(self.live.values()):
+            wrapper = ref()
+            if wrapper is not None:
+                self.ext.release_cache(wrapper)
+        self.live.clear()
+
+
+class _Agent:
+    # What install() puts in place: the atexit callbacks, the patched lru_cache or (attached)
+    # the probes and the hook on the wrapper type, the gc callback and the container walks;
+    # detach() takes all of it back.
+
+    def __init__(self, ext, features, caches):
+        import atexit
+        self.ext = ext
+        self.caches = caches
+        self.gc = caches.gc
+        self.active = True
+        # Registered first, so it runs last of the program's atexit callbacks: the state the
+        # program leaves behind is measured before the interpreter frees it all.
+        atexit.register(ext.process_exiting)
+        self.scans_types = not features & FEATURE_NATIVE_TYPE_HOOK
+        if self.scans_types:
+            ext.enable_type_scan()
+            atexit.register(ext.type_scan_final)  # runs before process_exiting (LIFO)
+        self.real_wrapper = caches.functools_globals["_lru_cache_wrapper"]
+        # One bound method, which every probe holds until its first miss. Held here, not by
+        # `caches`: no reference cycle keeps an attached agent alive after detach().
+        self.on_first_miss = caches.announce_probe
+        self.walk = None
+
+    def factory(self, user_function, maxsize, typed, cache_info_type):
+        # `_lru_cache_wrapper` as the patched lru_cache sees it: the real one around a probe.
+        if not self.active:
+            return self.real_wrapper(user_function, maxsize, typed, cache_info_type)
+        probe = self.ext.make_probe(user_function, self.on_first_miss)
+        wrapper = self.real_wrapper(probe, maxsize, typed, cache_info_type)
         try:
             # Before update_wrapper runs the wrapper has no __dict__: its only dict referent
             # is the cache.
-            cache_dict = next(r for r in gc.get_referents(wrapper) if type(r) is dict)
+            cache_dict = next(r for r in self.gc.get_referents(wrapper) if type(r) is dict)
         except Exception:
             return wrapper
-        register(wrapper, probe, cache_dict, user_function, maxsize, typed)
+        self.caches.register(wrapper, probe, cache_dict, user_function, maxsize, typed)
         return wrapper
 
-    # Caches created before the agent: registered now, without creation stack; probed too
-    # when attached (otherwise they were made before `site` ran: typing's and re's).
-    bindings = binding_index(sys, module_type, real_wrapper) if attached else None
-    for obj in gc.get_objects():
-        if type(obj) is not real_wrapper:
-            continue
-        try:
-            own_dict = obj.__dict__
-            cache_dict = next(r for r in gc.get_referents(obj) if type(r) is dict and r is not own_dict)
-            info = obj.cache_info()
-            params = own_dict.get("cache_parameters")
-            typed = bool(params()["typed"]) if callable(params) else False
-            fn = own_dict.get("__wrapped__", obj)
-            module, qualname = describe_callable(fn)
-            maxsize = -1 if info.maxsize is None else info.maxsize
-            flags = CACHE_PREEXISTING | (CACHE_TYPED if typed else 0)
-            creator = (module, "", 0)
-            names = None
-            adopted = ext.adopt_cache(obj) if attached else None
-            if adopted is not None:
-                probe, cache_dict = adopted
-                cache_id = probe.cache_id
-                names, is_method, creator = where_bound(bindings.get(id(obj), ()), fn, creator)
-                if is_method:
-                    flags |= CACHE_METHOD
-            else:
-                cache_id = ext.new_cache_id()
-            live[cache_id] = (_weakref.ref(obj, on_destroy(cache_id)),
-                              (cache_dict, maxsize, flags, 0, module, qualname) + creator + (None,),
-                              names)
-            announce(cache_id)
-        except Exception:
-            continue
+    def start_walks(self):
+        import atexit
+        walker = _ContainerWalker(self.ext, self.caches.sys, self.gc, self.caches.excluded_ids)
+        self.walk = walker.walk
+        self.ext.set_walker(self.walk, os_environ_float("GROWTRACE_CONTAINER_PERIOD", 0.25),
+                            os_environ_float("GROWTRACE_CONTAINER_SHARE", 0.01))
+        atexit.register(self.walk_at_exit)  # before process_exiting (LIFO): the state left behind
 
-    walk = None
-    if os_environ_flag("GROWTRACE_CONTAINERS", True):
-        def excluded_ids():
-            ids = {id(live), id(patched_globals)}
-            for _ref, args, _names in list(live.values()):
-                ids.add(id(args[0]))
-            return ids
-        walk = container_walker(ext, sys, gc, module_type, excluded_ids)
-        ext.set_walker(walk, os_environ_float("GROWTRACE_CONTAINER_PERIOD", 0.25),
-                       os_environ_float("GROWTRACE_CONTAINER_SHARE", 0.01))
+    def last_walk(self, flags):
+        # At exit or detach: a whole walk only when one is due, else the tracked containers'
+        # modules (docs/containers.md). Its allocations are not the program's.
+        whole = self.ext.walk_due()
+        self.ext.set_walker(None)
+        self.ext.own_work(self.walk, flags if whole else flags | WALK_TRACKED_ONLY)
 
-        def last_walk(flags):
-            # At exit or detach: a whole walk only when one is due, else the tracked containers'
-            # modules (docs/containers.md). Its allocations are not the program's.
-            whole = ext.walk_due()
-            ext.set_walker(None)
-            ext.own_work(walk, flags if whole else flags | WALK_TRACKED_ONLY)
+    def walk_at_exit(self):
+        self.last_walk(WALK_FINAL)
 
-        def final_walk():
-            last_walk(WALK_FINAL)
-        atexit.register(final_walk)  # before process_exiting (LIFO): the state left behind
+    def attach(self):
+        # In a running process: new caches are caught at the wrapper type's constructor.
+        self.ext.hook_new_caches(self.real_wrapper, self.caches.register, self.on_first_miss)
+        self.ext.take_gc_callbacks(self.gc)  # the program's gc.callbacks stay as they were (see below)
+        return self.detach
 
-    if attached:
-        def on_new_cache(wrapper, probe, cache_dict, user_function, maxsize, typed):
-            register(wrapper, probe, cache_dict, user_function, maxsize, typed)
+    def detach(self):
+        # Everything install() changed, put back; under the GIL, called by the library.
+        import atexit
+        self.active = False
+        self.ext.unhook_new_caches()
+        if self.scans_types:
+            self.ext.type_scan_final()
+            atexit.unregister(self.ext.type_scan_final)
+        self.ext.give_back_gc_callbacks(self.gc)
+        atexit.unregister(self.ext.process_exiting)
+        if self.walk is not None:
+            atexit.unregister(self.walk_at_exit)  # an equal bound method
+            self.last_walk(0)  # a last measure of what grew while attached
+        self.caches.release_all()
+        self.ext.stop()
 
-        ext.hook_new_caches(real_wrapper, on_new_cache, on_first_miss)
-        ext.take_gc_callbacks(gc)  # the program's gc.callbacks stay as they were (see below)
+    def patch_lru_cache(self):
+        # functools.lru_cache with `_lru_cache_wrapper` resolved to the factory.
+        import functools
+        import os
+        original = functools.lru_cache
+        patched_globals = self.caches.patched_globals
+        patched_globals["_lru_cache_wrapper"] = self.factory
+        patched = type(original)(original.__code__, patched_globals, original.__name__,
+                                 original.__defaults__, original.__closure__)
+        patched.__kwdefaults__ = original.__kwdefaults__
+        patched.__qualname__ = original.__qualname__
+        patched.__doc__ = original.__doc__
+        patched.__module__ = original.__module__
+        patched.__dict__.update(original.__dict__)
+        functools.lru_cache = patched
 
-        def detach():
-            # Everything install() changed, put back; under the GIL, called by the library.
-            nonlocal active
-            active = False
-            ext.unhook_new_caches()
-            if scans_types:
-                ext.type_scan_final()
-                atexit.unregister(ext.type_scan_final)
-            ext.give_back_gc_callbacks(gc)
-            atexit.unregister(ext.process_exiting)
-            if walk is not None:
-                atexit.unregister(final_walk)
-                last_walk(0)  # a last measure of what grew while attached
-            for ref, _args, _names in list(live.values()):
-                wrapper = ref()
-                if wrapper is not None:
-                    ext.release_cache(wrapper)
-            live.clear()
-            ext.stop()
+        # Reports full collections (and, with scans_types, new classes) from the collector's own
+        # list of callbacks, which the program no longer sees: gc.callbacks is bound to a list of
+        # the program's entries that the agent's callback calls after its work, as the collector
+        # would (pyagent/src/gc_callbacks.c, "gc.callbacks, unchanged as the program sees it"). So a
+        # program sees the gc.callbacks it would untraced, and cannot remove the agent's callback.
+        self.ext.take_gc_callbacks(self.gc)
+        os.register_at_fork(after_in_child=self.after_fork_in_child)
 
-        return detach
-
-    # functools.lru_cache with `_lru_cache_wrapper` resolved to the factory.
-    original = functools.lru_cache
-    patched_globals["_lru_cache_wrapper"] = factory
-    patched = type(original)(original.__code__, patched_globals, original.__name__,
-                             original.__defaults__, original.__closure__)
-    patched.__kwdefaults__ = original.__kwdefaults__
-    patched.__qualname__ = original.__qualname__
-    patched.__doc__ = original.__doc__
-    patched.__module__ = original.__module__
-    patched.__dict__.update(original.__dict__)
-    functools.lru_cache = patched
-
-    # Reports full collections (and, with scans_types, new classes) from the collector's own
-    # list of callbacks, which the program no longer sees: gc.callbacks is bound to a list of
-    # the program's entries that the agent's callback calls after its work, as the collector
-    # would (_growtrace_agent.c, "gc.callbacks, unchanged as the program sees it"). So a
-    # program sees the gc.callbacks it would untraced, and cannot remove the agent's callback.
-    ext.take_gc_callbacks(gc)
-
-    def after_fork_in_child():
-        if not active:
-            return
-        for cache_id, (_ref, _args, names) in list(live.items()):
-            if names is not None:  # announced in the parent
-                announce(cache_id)
-
-    import os
-    os.register_at_fork(after_in_child=after_fork_in_child)
-    return features
+    def after_fork_in_child(self):
+        if self.active:
+            self.caches.announce_again()
 
 
 def os_environ_flag(name, default):
@@ -421,85 +470,111 @@ def base_kind(kind):
     return kind if kind <= KIND_DEQUE else (KIND_SET if kind == 7 else KIND_DICT)
 
 
-def container_walker(ext, sys, gc, module_type, excluded_ids):
-    # Returns walk(flags=0): one walk, reported through ext.report_containers.
-    import time
-    from _collections import deque as deque_type
-    HEAPTYPE = 1 << 9
-    type_attrs = type.__dict__
-    get_qualname = type_attrs["__qualname__"].__get__
-    get_module = type_attrs["__module__"].__get__
-    get_type_dict = type_attrs["__dict__"].__get__
-    get_flags = type_attrs["__flags__"].__get__
-    get_mro = type_attrs["__mro__"].__get__
-    get_module_dict = module_type.__dict__["__dict__"].__get__
-    getset_type = type(type_attrs["__dict__"])
-    cell_type = type((lambda: walk).__closure__[0])
-    function_type = type(container_walker)
-    lengths = {KIND_DICT: dict.__len__, KIND_LIST: list.__len__, KIND_SET: set.__len__,
-               KIND_DEQUE: deque_type.__len__}
-    tracked = {}        # key (name, or ("heap", id)) -> container id
-    homes = {}          # key of a tracked container a module path reaches -> that module's name
-    heap_names = {}     # id of a container no module path reaches -> (name, owner type, kind)
-    dict_getter = {}    # class -> its instances' __dict__ descriptor (None: none, or not plain)
-    walks = [0]
+HEAPTYPE = 1 << 9                   # type.__flags__ of a class made by `class` or type()
+SKIP, CLASS, INSTANCE = 0, 10, 11   # what a walk does with an object that is not a container
 
-    def type_name(t):
+
+def subscript(key):
+    # `[KEY]` as a person would type it: the repr of a str or int key (the built-in's own,
+    # never a subclass's), `[...]` for any other or a long one.
+    t = type(key)
+    text = str.__repr__(key) if t is str else int.__repr__(key) if t is int else None
+    return f"[{text}]" if text is not None and len(text) <= MAX_KEY_TEXT else "[...]"
+
+
+class _Types:
+    # What a walk reads of a class, through `type`'s own descriptors: no metaclass's attribute
+    # lookup runs.
+
+    def __init__(self, module_type, deque_type):
+        type_attrs = type.__dict__
+        self.get_qualname = type_attrs["__qualname__"].__get__
+        self.get_module = type_attrs["__module__"].__get__
+        self.get_dict = type_attrs["__dict__"].__get__
+        self.get_flags = type_attrs["__flags__"].__get__
+        self.get_mro = type_attrs["__mro__"].__get__
+        self.getset_type = type(type_attrs["__dict__"])
+        self.module_type = module_type
+        self.module_dict = module_type.__dict__["__dict__"].__get__
+        self.deque_type = deque_type
+        self.categories = {}   # type -> what a walk does with its instances (SKIP, a kind, CLASS, INSTANCE)
+        self.dict_getter = {}  # class -> its instances' __dict__ descriptor (None: none, or not plain)
+
+    def name(self, t):
         try:
-            module, qualname = get_module(t), get_qualname(t)
+            module, qualname = self.get_module(t), self.get_qualname(t)
         except Exception:
             return "?"
         return qualname if module == "builtins" else f"{module}.{qualname}"
 
-    def kind_of(t):
+    def kind(self, t):
         if issubclass(t, dict):
             return KIND_DICT
         if issubclass(t, list):
             return KIND_LIST
         if issubclass(t, set):
             return KIND_SET
-        if issubclass(t, deque_type):
+        if issubclass(t, self.deque_type):
             return KIND_DEQUE
         return 0
 
-    SKIP, CLASS, INSTANCE = 0, 10, 11
-    categories = {}     # type -> what a walk does with its instances (SKIP, a kind, CLASS, INSTANCE)
+    def is_heap_type(self, t):
+        return self.get_flags(t) & HEAPTYPE
 
-    def category_of(t):
-        kind = kind_of(t)
+    def category(self, t):
+        category = self.categories.get(t)
+        if category is None:
+            category = self.categories[t] = self.category_of(t)
+        return category
+
+    def category_of(self, t):
+        kind = self.kind(t)
         if kind:
             return kind
         if issubclass(t, type):
             return CLASS
-        if issubclass(t, module_type) or not get_flags(t) & HEAPTYPE:
+        if issubclass(t, self.module_type) or not self.is_heap_type(t):
             return SKIP
         return INSTANCE
 
-    def instance_dict(obj):
+    def instance_dict(self, obj):
         # The instance's own __dict__, only through the C descriptor CPython gives classes.
         t = type(obj)
-        getter = dict_getter.get(t, 0)
+        getter = self.dict_getter.get(t, 0)
         if getter == 0:
             getter = None
-            for base in get_mro(t):
-                attr = get_type_dict(base).get("__dict__")
+            for base in self.get_mro(t):
+                attr = self.get_dict(base).get("__dict__")
                 if attr is not None:
-                    getter = attr.__get__ if type(attr) is getset_type else None
+                    getter = attr.__get__ if type(attr) is self.getset_type else None
                     break
-            dict_getter[t] = getter
+            self.dict_getter[t] = getter
         if getter is None:
             return None
         d = getter(obj)
         return d if type(d) is dict else None
 
-    def weak_kind(t):
+    def weak_kind(self, t):
         try:
-            return WEAK_KINDS.get((get_module(t), get_qualname(t)), 0)
+            return WEAK_KINDS.get((self.get_module(t), self.get_qualname(t)), 0)
         except Exception:
             return 0
 
-    def newest(obj, kind):
+
+class _Contents:
+    # A container's entries, read through its built-in type's own functions, never through a
+    # method of the program's subclass.
+
+    def __init__(self, types):
+        deque_type = types.deque_type
+        self.deque_type = deque_type
+        self.type_name = types.name
+        self.lengths = {KIND_DICT: dict.__len__, KIND_LIST: list.__len__, KIND_SET: set.__len__,
+                        KIND_DEQUE: deque_type.__len__}
+
+    def newest(self, obj, kind):
         # (key types, value types, newest objects), newest first; a dict keeps insertion order.
+        type_name, deque_type = self.type_name, self.deque_type
         keys, values, objects = [], [], []
         try:
             if kind == KIND_DICT:
@@ -528,14 +603,7 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
             pass
         return "\0".join(keys), "\0".join(values), tuple(objects)
 
-    def subscript(key):
-        # `[KEY]` as a person would type it: the repr of a str or int key (the built-in's own,
-        # never a subclass's), `[...]` for any other or a long one.
-        t = type(key)
-        text = str.__repr__(key) if t is str else int.__repr__(key) if t is int else None
-        return f"[{text}]" if text is not None and len(text) <= MAX_KEY_TEXT else "[...]"
-
-    def ends(obj, kind):
+    def ends(self, obj, kind):
         # (key or index, element) of the first and the last entry of a dict's values, a list or
         # a deque: a growing container held by an element (a registry per name, a handler in a
         # list) is reached at two lookups per container, however many entries it has.
@@ -546,169 +614,151 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
                     return ()
                 first = next(iter(dict.items(obj)))
                 return (first,) if n == 1 else (first, next(reversed(dict.items(obj))))
-            get = list.__getitem__ if kind == KIND_LIST else deque_type.__getitem__
-            n = lengths[kind](obj)
+            get = list.__getitem__ if kind == KIND_LIST else self.deque_type.__getitem__
+            n = self.lengths[kind](obj)
             return ((0, get(obj, 0)), (n - 1, get(obj, n - 1))) if n > 1 else ((0, get(obj, 0)),) if n else ()
         except Exception:
             return ()
 
-    def module_pass(found, own, reached_in, only=None):
-        # Every module's containers, or only those of the modules named in `only`. Fills
-        # reached_in: id of a container found -> the module its path starts from.
-        seen = set(own)
 
-        def note(obj, name, owner, kind, module_name):
-            if id(obj) in found or id(obj) in excluded:
-                return
-            n = lengths[base_kind(kind)](obj)
-            found[id(obj)] = (obj, name, owner, kind, n)
-            reached_in[id(obj)] = module_name
+class _ModulePass:
+    # One pass over every module's containers, or only those of the modules named in `only`.
+    # Fills `found` (id -> (container, name, owner type, kind, entries)) and `reached_in` (id of
+    # a container found -> the module its path starts from); run() returns the ids it saw.
 
-        def visit(value, path, owner, depth, module_name):
-            t = type(value)
-            category = categories.get(t)
-            if category is None:
-                category = categories[t] = category_of(t)
-            if category == SKIP:
-                return
-            if category <= KIND_DEQUE:
-                note(value, path, owner, category, module_name)
-                if category != KIND_SET and depth < MAX_DEPTH and id(value) not in seen:
-                    seen.add(id(value))
-                    for key, element in ends(value, category):
-                        # Most elements are strings, numbers, functions: no path is made for them.
-                        kind = categories.get(type(element))
-                        if kind is None:
-                            kind = categories[type(element)] = category_of(type(element))
-                        if kind != SKIP:
-                            visit(element, path + (subscript(key) if category == KIND_DICT else f"[{key}]"),
-                                  owner, depth + 1, module_name)
-                return
-            if depth >= MAX_DEPTH or id(value) in seen:
-                return
-            if category == CLASS:
-                attrs = get_type_dict(value)
-                if attrs.get("__module__") != module_name:
-                    return  # a class is walked where it is defined, not where it is imported
-                seen.add(id(value))
-                class_name = type_name(value)
-                for attr, v in list(attrs.items()):
-                    visit(v, f"{path}.{attr}", class_name, depth + 1, module_name)
-                return
-            seen.add(id(value))
-            d = instance_dict(value)
-            if d is None:
-                return
-            weak = weak_kind(t)
-            if weak:
-                data = d.get("data")
-                if type(data) in (dict, set):
-                    note(data, path, type_name(t), weak, module_name)
-                return
-            owner = type_name(t)
-            for attr, v in list(d.items()):
-                visit(v, f"{path}.{attr}", owner, depth + 1, module_name)
+    def __init__(self, types, contents, found, own, reached_in, excluded_ids):
+        self.types = types
+        self.contents = contents
+        self.found = found
+        self.reached_in = reached_in
+        self.seen = set(own)
+        self.excluded = excluded_ids()
 
-        excluded = excluded_ids()
-        modules = list(sys.modules.items())
+    def run(self, modules, only):
+        modules = list(modules.items())
         # A script's names last: what it imported is named where it is defined.
         modules.sort(key=lambda item: item[0] == "__main__")
         for module_name, module in modules:
-            if not isinstance(module_name, str) or not issubclass(type(module), module_type):
+            if not isinstance(module_name, str) or not issubclass(type(module), self.types.module_type):
                 continue
             if only is not None and module_name not in only:
                 continue
             try:
-                globals_ = get_module_dict(module)
-                seen.add(id(globals_))
+                globals_ = self.types.module_dict(module)
+                self.seen.add(id(globals_))
                 for key, value in list(globals_.items()):
-                    visit(value, f"{module_name}.{key}", module_name, 0, module_name)
+                    self.visit(value, f"{module_name}.{key}", module_name, 0, module_name)
             except Exception:
                 continue
-        visit = note = None  # visit's cell refers to itself: no cycle may keep `seen` alive
-        return seen
+        return self.seen
 
-    def owner_of(obj, own):
-        # (name, owner type) of a container no module path reaches, from what refers to it:
-        # an instance (or its __dict__), or a closure's cell.
-        own = own | {id(obj)}
-        for ref in gc.get_referrers(obj):
-            if id(ref) in own:
-                continue
-            t = type(ref)
-            if t is cell_type:
-                for holder in gc.get_referrers(ref):
-                    if type(holder) is tuple and id(holder) not in own:
-                        for fn in gc.get_referrers(holder):
-                            if type(fn) is function_type and fn.__closure__ is holder:
-                                code = fn.__code__
-                                var = code.co_freevars[holder.index(ref)] if ref in holder else "?"
-                                where = f"{fn.__module__}.{fn.__qualname__}"
-                                return f"<closure of {where}>.{var}", where
-                return "<closure cell>", "cell"
-            if t is dict:
-                for holder in gc.get_referrers(ref):
-                    if id(holder) in own or type(holder) is dict:
-                        continue
-                    if get_flags(type(holder)) & HEAPTYPE and instance_dict(holder) is ref:
-                        return named_attribute(holder, ref, obj)
-                continue
-            if get_flags(t) & HEAPTYPE and not issubclass(t, type):
-                d = instance_dict(ref)
-                if d is not None:
-                    return named_attribute(ref, d, obj)
-        return f"<unreached {type_name(type(obj))}>", ""
+    def note(self, obj, name, owner, kind, module_name):
+        if id(obj) in self.found or id(obj) in self.excluded:
+            return
+        n = self.contents.lengths[base_kind(kind)](obj)
+        self.found[id(obj)] = (obj, name, owner, kind, n)
+        self.reached_in[id(obj)] = module_name
 
-    def named_attribute(holder, attrs, obj):
-        owner = type_name(type(holder))
+    def visit(self, value, path, owner, depth, module_name):
+        t = type(value)
+        category = self.types.category(t)
+        if category == SKIP:
+            return
+        if category <= KIND_DEQUE:
+            self.note(value, path, owner, category, module_name)
+            if category != KIND_SET and depth < MAX_DEPTH and id(value) not in self.seen:
+                self.seen.add(id(value))
+                self.visit_ends(value, category, path, owner, depth, module_name)
+            return
+        if depth >= MAX_DEPTH or id(value) in self.seen:
+            return
+        if category == CLASS:
+            self.visit_class(value, path, depth, module_name)
+        else:
+            self.visit_instance(value, t, path, depth, module_name)
+
+    def visit_ends(self, container, category, path, owner, depth, module_name):
+        for key, element in self.contents.ends(container, category):
+            # Most elements are strings, numbers, functions: no path is made for them.
+            if self.types.category(type(element)) != SKIP:
+                self.visit(element, path + (subscript(key) if category == KIND_DICT else f"[{key}]"),
+                           owner, depth + 1, module_name)
+
+    def visit_class(self, cls, path, depth, module_name):
+        attrs = self.types.get_dict(cls)
+        if attrs.get("__module__") != module_name:
+            return  # a class is walked where it is defined, not where it is imported
+        self.seen.add(id(cls))
+        class_name = self.types.name(cls)
         for attr, v in list(attrs.items()):
-            if v is obj:
-                return f"<{owner} instance>.{attr}", owner
-        return f"<{owner} instance>", owner
+            self.visit(v, f"{path}.{attr}", class_name, depth + 1, module_name)
 
-    def heap_pass(found, own):
-        # Large containers that no module path reached, named by their owner the first time.
-        excluded = excluded_ids()
-        objects = gc.get_objects()
-        own = own | {id(objects)}
-        large = ext.large_containers(objects, deque_type, HEAP_FLOOR)
-        del objects
-        own.add(id(large))
-        present = {id(obj) for obj in large}
-        own.add(id(present))
-        for key in [key for key in heap_names if key not in present]:
-            heap_names.pop(key)  # gone, or emptied below the floor (its id may be another's)
-        for obj in large:
-            t = type(obj)
-            key = id(obj)
-            if key in found or key in own or key in excluded:
-                continue
-            kind = kind_of(t)
-            n = lengths[kind](obj)
-            named = heap_names.get(key)
-            if named is None or named[2] != kind:
-                if len(heap_names) >= MAX_TRACKED:
-                    continue
-                name, owner = owner_of(obj, own)
-                named = heap_names[key] = (name, owner, kind)
-            found[key] = (obj, named[0], named[1], kind, n)
-        del large
+    def visit_instance(self, obj, t, path, depth, module_name):
+        self.seen.add(id(obj))
+        d = self.types.instance_dict(obj)
+        if d is None:
+            return
+        weak = self.types.weak_kind(t)
+        if weak:
+            data = d.get("data")
+            if type(data) in (dict, set):
+                self.note(data, path, self.types.name(t), weak, module_name)
+            return
+        owner = self.types.name(t)
+        for attr, v in list(d.items()):
+            self.visit(v, f"{path}.{attr}", owner, depth + 1, module_name)
 
-    def walk(flags=0):
-        began = time.thread_time_ns()
-        walks[0] += 1
-        if not flags & WALK_TRACKED_ONLY and walks[0] % HEAP_PASS_EVERY == 0:
+
+class _ContainerWalker:
+    # walk(flags=0): one walk, reported through ext.report_containers. Between walks it keeps
+    # ids and names only.
+
+    def __init__(self, ext, sys, gc, excluded_ids):
+        import time
+        from _collections import deque as deque_type
+        self.ext = ext
+        self.sys = sys
+        self.gc = gc
+        self.excluded_ids = excluded_ids
+        self.thread_time_ns = time.thread_time_ns
+        self.types = _Types(type(sys), deque_type)
+        self.contents = _Contents(self.types)
+        self.cell_type = type((lambda: ext).__closure__[0])
+        self.function_type = type(subscript)
+        self.tracked = {}     # key (name, or ("heap", id)) -> container id
+        self.homes = {}       # key of a tracked container a module path reaches -> that module's name
+        self.heap_names = {}  # id of a container no module path reaches -> (name, owner type, kind)
+        self.walks = 0
+
+    def walk(self, flags=0):
+        began = self.thread_time_ns()
+        self.walks += 1
+        if not flags & WALK_TRACKED_ONLY and self.walks % HEAP_PASS_EVERY == 0:
             flags |= WALK_HEAP_PASS
         found, reached_in = {}, {}
-        own = {id(found), id(reached_in), id(tracked), id(homes), id(heap_names), id(dict_getter)}
-        only = set(homes.values()) if flags & WALK_TRACKED_ONLY else None
-        seen = module_pass(found, own, reached_in, only)
+        own = {id(found), id(reached_in), id(self.tracked), id(self.homes), id(self.heap_names),
+               id(self.types.dict_getter)}
+        only = set(self.homes.values()) if flags & WALK_TRACKED_ONLY else None
+        seen = _ModulePass(self.types, self.contents, found, own, reached_in, self.excluded_ids).run(
+            self.sys.modules, only)
         own |= {id(seen)}
         if flags & WALK_HEAP_PASS:
-            heap_pass(found, own)
+            self.heap_pass(found, own)
+        items = self.measured(found, reached_in)
+        records = []
+        for cid, obj, name, owner, kind, n in items:
+            keys, values, objects = self.contents.newest(obj, base_kind(kind))
+            records.append((cid, kind, n, obj, name[:200], owner[:200], keys, values, objects))
+        del found, reached_in, items, seen
+        self.ext.report_containers(flags, self.thread_time_ns() - began, records)
+
+    def measured(self, found, reached_in):
+        # (container id, container, name, owner type, kind, entries) of the tracked containers
+        # found, then of the largest new ones, which are tracked from now on.
+        tracked, homes = self.tracked, self.homes
         items, new = [], []
         for key_id, (obj, name, owner, kind, n) in found.items():
-            key = name if key_id not in heap_names else ("heap", key_id)
+            key = name if key_id not in self.heap_names else ("heap", key_id)
             if key in tracked:
                 items.append((tracked[key], obj, name, owner, kind, n))
                 if key_id in reached_in:
@@ -723,11 +773,81 @@ def container_walker(ext, sys, gc, module_type, excluded_ids):
             if id(obj) in reached_in:
                 homes[key] = reached_in[id(obj)]
             items.append((cid, obj, name, owner, kind, n))
-        records = []
-        for cid, obj, name, owner, kind, n in items:
-            keys, values, objects = newest(obj, base_kind(kind))
-            records.append((cid, kind, n, obj, name[:200], owner[:200], keys, values, objects))
-        del found, reached_in, items, new, seen
-        ext.report_containers(flags, time.thread_time_ns() - began, records)
+        return items
 
-    return walk
+    def heap_pass(self, found, own):
+        # Large containers that no module path reached, named by their owner the first time.
+        heap_names = self.heap_names
+        excluded = self.excluded_ids()
+        objects = self.gc.get_objects()
+        own = own | {id(objects)}
+        large = self.ext.large_containers(objects, self.types.deque_type, HEAP_FLOOR)
+        del objects
+        own.add(id(large))
+        present = {id(obj) for obj in large}
+        own.add(id(present))
+        for key in [key for key in heap_names if key not in present]:
+            heap_names.pop(key)  # gone, or emptied below the floor (its id may be another's)
+        for obj in large:
+            key = id(obj)
+            if key in found or key in own or key in excluded:
+                continue
+            kind = self.types.kind(type(obj))
+            n = self.contents.lengths[kind](obj)
+            named = heap_names.get(key)
+            if named is None or named[2] != kind:
+                if len(heap_names) >= MAX_TRACKED:
+                    continue
+                name, owner = self.owner_of(obj, own)
+                named = heap_names[key] = (name, owner, kind)
+            found[key] = (obj, named[0], named[1], kind, n)
+        del large
+
+    def owner_of(self, obj, own):
+        # (name, owner type) of a container no module path reaches, from what refers to it:
+        # an instance (or its __dict__), or a closure's cell.
+        types = self.types
+        own = own | {id(obj)}
+        for ref in self.gc.get_referrers(obj):
+            if id(ref) in own:
+                continue
+            t = type(ref)
+            if t is self.cell_type:
+                return self.closure_owner(ref, own)
+            if t is dict:
+                named = self.dict_owner(ref, obj, own)
+                if named is not None:
+                    return named
+                continue
+            if types.is_heap_type(t) and not issubclass(t, type):
+                d = types.instance_dict(ref)
+                if d is not None:
+                    return self.named_attribute(ref, d, obj)
+        return f"<unreached {types.name(type(obj))}>", ""
+
+    def closure_owner(self, cell, own):
+        for holder in self.gc.get_referrers(cell):
+            if type(holder) is tuple and id(holder) not in own:
+                for fn in self.gc.get_referrers(holder):
+                    if type(fn) is self.function_type and fn.__closure__ is holder:
+                        code = fn.__code__
+                        var = code.co_freevars[holder.index(cell)] if cell in holder else "?"
+                        where = f"{fn.__module__}.{fn.__qualname__}"
+                        return f"<closure of {where}>.{var}", where
+        return "<closure cell>", "cell"
+
+    def dict_owner(self, attrs, obj, own):
+        # The instance whose __dict__ `attrs` is, named by its attribute holding obj; or None.
+        for holder in self.gc.get_referrers(attrs):
+            if id(holder) in own or type(holder) is dict:
+                continue
+            if self.types.is_heap_type(type(holder)) and self.types.instance_dict(holder) is attrs:
+                return self.named_attribute(holder, attrs, obj)
+        return None
+
+    def named_attribute(self, holder, attrs, obj):
+        owner = self.types.name(type(holder))
+        for attr, v in list(attrs.items()):
+            if v is obj:
+                return f"<{owner} instance>.{attr}", owner
+        return f"<{owner} instance>", owner

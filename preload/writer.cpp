@@ -45,6 +45,10 @@ uint64_t g_last_block_ns = 0;
 uint64_t g_last_mark_ns = 0;
 
 pthread_mutex_t g_cycle_mutex = PTHREAD_MUTEX_INITIALIZER;  // one flush at a time
+// Threads waiting in writer_prepare_fork for the cycle lock. A busy program wakes the writer
+// for cycle after cycle, and a mutex is not fair: the writer, taking the lock again the moment
+// it let it go, kept a forking thread waiting half a second a fork. It lets a fork in first.
+std::atomic<int> g_forks_waiting{0};
 pthread_mutex_t g_global_mutex = PTHREAD_MUTEX_INITIALIZER;
 uint8_t* g_global = nullptr;  // the tracer's own records, in order
 size_t g_global_used = 0, g_global_capacity = 0;
@@ -284,6 +288,15 @@ void cycle(bool final, bool write, bool drain = false) {
     pthread_mutex_unlock(&g_cycle_mutex);
 }
 
+// Bounded (10 ms): a forking thread held up by a debugger between its count and the lock must
+// not stop the trace.
+void let_forks_in() {
+    for (int i = 0; i < 200 && g_forks_waiting.load(std::memory_order_acquire) > 0; ++i) {
+        timespec pause{0, 50'000};
+        nanosleep(&pause, nullptr);
+    }
+}
+
 // Writes a block every tick (or when woken), and looks every kWatchMs whether the program's
 // threads have all ended: then this thread ends the process in their place.
 void* writer_main(void*) {
@@ -306,6 +319,7 @@ void* writer_main(void*) {
         g_wake = false;
         if (g_stop || g_park.load()) break;
         pthread_mutex_unlock(&g_wake_mutex);
+        let_forks_in();
         cycle(false, false);
         if (auto task = g_tick_task.load(std::memory_order_acquire)) task();
         pthread_mutex_lock(&g_wake_mutex);
@@ -434,7 +448,9 @@ bool writer_wait_until_ended(int timeout_ms) {
 }
 
 void writer_prepare_fork() {
+    g_forks_waiting.fetch_add(1, std::memory_order_acq_rel);
     pthread_mutex_lock(&g_cycle_mutex);
+    g_forks_waiting.fetch_sub(1, std::memory_order_acq_rel);
     module_map_prepare_fork();
     pthread_mutex_lock(&g_global_mutex);
 }
@@ -451,6 +467,7 @@ void writer_child_after_fork() {
     pthread_mutex_unlock(&g_global_mutex);
     module_map_child_after_fork();
     pthread_mutex_unlock(&g_cycle_mutex);
+    g_forks_waiting.store(0);  // a thread that was waiting to fork is not in the child
     pthread_mutex_init(&g_wake_mutex, nullptr);
     pthread_cond_init(&g_wake_cond, nullptr);
     pthread_cond_init(&g_left, nullptr);

@@ -1,4 +1,4 @@
-// growtrace attach PID [-o FILE] [--duration SECONDS] [--no-wait]
+// growtrace attach PID [-o FILE] [--duration SECONDS] [--no-wait] [--max-wait SECONDS]
 // growtrace detach PID
 //
 // Starts and stops tracing a running process. gdb loads libgrowtrace.so into the process
@@ -28,6 +28,7 @@
 #include <thread>
 #include <variant>
 
+#include "attach/gdb_session.h"
 #include "attach/ptrace_policy.h"
 #include "attach/target_process.h"
 #include "attach/tracer_calls.h"
@@ -46,6 +47,7 @@ struct AttachOptions {
     std::string output;
     double duration = 0;
     bool no_wait = false;
+    int max_wait = kWaitSeconds;
     SamplingOption sampling;  // default: kDefaultAttachSampleBytes
 };
 
@@ -90,7 +92,7 @@ int run_attach(const AttachOptions& o) {
     sigaction(SIGHUP, &sa, nullptr);
 
     auto t0 = std::chrono::steady_clock::now();
-    auto injected = inject(o.pid, library, output, *sample_bytes);
+    auto injected = inject(o.pid, library, output, *sample_bytes, o.max_wait);
     if (auto* why = std::get_if<std::string>(&injected)) return error(*why);
     Started started = std::get<Started>(injected);
     if (started.sites <= 0) return error(describe_start_failure(started, o.pid));
@@ -173,6 +175,11 @@ Verb add_attach_verb(CLI::App& parent) {
     app->add_option("-o,--output", options->output, "Trace file (default growtrace.PID.attach.gtrace)");
     app->add_option("--duration", options->duration, "Detach after this many seconds")->check(CLI::PositiveNumber);
     app->add_flag("--no-wait", options->no_wait, "Return once tracing started; stop with 'growtrace detach PID'");
+    app->add_option("--max-wait", options->max_wait,
+                    fmt::format("Seconds the process may run on to leave its allocator, loader or stdio before "
+                                "attach gives up (default {})",
+                                kWaitSeconds))
+        ->check(CLI::Range(1, 3600));
     add_sampling_options(app, options->sampling,
                          "Default: --sample " + format_byte_size(kDefaultAttachSampleBytes) +
                              " (a service traced for hours; --full for every allocation).");

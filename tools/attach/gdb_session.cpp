@@ -37,7 +37,7 @@ std::string python_string(const std::string& s) {
 }
 
 // The embedded script, then the call of its entry point with the wait and the calls.
-std::string gdb_script(const std::vector<GdbCall>& calls) {
+std::string gdb_script(const std::vector<GdbCall>& calls, int wait_seconds) {
     std::string list = "[";
     for (const GdbCall& call : calls) {
         list += "(" + python_string(call.name) + ", [";
@@ -46,7 +46,7 @@ std::string gdb_script(const std::vector<GdbCall>& calls) {
                 (call.after_failed.empty() ? std::string("None") : python_string(call.after_failed)) + "), ";
     }
     list += "]";
-    return std::string(assets::kGdbScript) + fmt::format("_gt_main({}, {})\n", kWaitSeconds, list);
+    return std::string(assets::kGdbScript) + fmt::format("_gt_main({}, {})\n", wait_seconds, list);
 }
 
 // gdb's environment: ours, with the xstate shim (tools/attach/gdb_xstate_shim.c) put first in
@@ -73,13 +73,14 @@ std::vector<std::string> gdb_environment() {
 
 }  // namespace
 
-std::string gdb_python_command(const std::vector<GdbCall>& calls) {
-    return "python exec(" + python_string(gdb_script(calls)) + ")";
+std::string gdb_python_command(const std::vector<GdbCall>& calls, int wait_seconds) {
+    return "python exec(" + python_string(gdb_script(calls, wait_seconds)) + ")";
 }
 
 // gdb runs in its own process group: a Ctrl-C meant for us must not interrupt an inferior call.
-GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string& doing) {
+GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string& doing, int wait_seconds) {
     GdbResult result;
+    result.wait_seconds = wait_seconds;
     std::vector<std::string> args = {"gdb", "-p", std::to_string(pid), "-batch", "-nx",
                                      "-iex", "set debuginfod enabled off", "-iex", "set auto-load off",
                                      "-iex", "set print thread-events off", "-ex", "set confirm off",
@@ -88,7 +89,7 @@ GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string&
                                      // breakpoints into a library it has symbols of, and
                                      // crashes when a call unloads it (a failed attach does).
                                      "-ex", "set auto-solib-add off",
-                                     "-ex", gdb_python_command(calls), "-ex", "detach"};
+                                     "-ex", gdb_python_command(calls, wait_seconds), "-ex", "detach"};
     std::optional<std::string> gdb = find_in_path("gdb");
     std::vector<std::string> env = gdb_environment();
     std::vector<char*> envp;
@@ -120,7 +121,7 @@ GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string&
         if (wait && announced.insert(wait->function).second)
             note(fmt::format("process {}: thread {} is inside {} (allocator, loader or stdio), where {} cannot "
                              "run; letting it run until that call returns (at most {} s)",
-                             pid, wait->thread, wait->function, doing, kWaitSeconds));
+                             pid, wait->thread, wait->function, doing, wait_seconds));
     };
     char chunk[4096];
     for (;;) {
@@ -185,7 +186,7 @@ std::string gdb_trouble(const GdbResult& r, int pid) {
         return fmt::format("process {} stayed inside {} for {} s, where the tracer's start-up cannot run (its only "
                            "thread, or all of them, waiting there); nothing was loaded and the process runs on as "
                            "it was: attach again when it is busy elsewhere",
-                           pid, r.gave_up_in, kWaitSeconds);
+                           pid, r.gave_up_in, r.wait_seconds);
     return "";
 }
 

@@ -14,7 +14,7 @@
 namespace growtrace::cli {
 
 // How long the script lets a thread run to get out of the allocator, loader or stdio before
-// it gives up and calls nothing.
+// it gives up and calls nothing, unless told otherwise (`attach --max-wait`).
 inline constexpr int kWaitSeconds = 15;
 // gdb normally needs well under 10 s; a process stopped inside its allocator's lock could make
 // dlopen wait forever, which this bounds.
@@ -36,17 +36,20 @@ struct GdbCall {
 };
 
 struct GdbResult : GdbReport {
+    int wait_seconds = kWaitSeconds;  // what the script was given
     bool started = false;
     bool timed_out = false;  // past kGdbTimeoutSeconds: gdb was interrupted (the call unwound)
     bool killed = false;     // and did not detach on its own within kGdbGraceSeconds
 };
 
 // The gdb command that runs the script with these calls: `python exec("...")`.
-std::string gdb_python_command(const std::vector<GdbCall>& calls);
+std::string gdb_python_command(const std::vector<GdbCall>& calls, int wait_seconds = kWaitSeconds);
 
 // Runs gdb on the process with these calls. `doing` names the job in the notes printed while
 // the program is let run. What gdb printed is also appended to $GROWTRACE_GDB_LOG if set.
-GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string& doing);
+// `wait_seconds`: how long the program may be let run to leave its allocator, loader or stdio.
+GdbResult run_gdb(int pid, const std::vector<GdbCall>& calls, const std::string& doing,
+                  int wait_seconds = kWaitSeconds);
 
 // Why gdb did not get through the calls, when it is not the calls' own answer. Empty if it did.
 std::string gdb_trouble(const GdbResult& r, int pid);

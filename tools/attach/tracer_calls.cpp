@@ -61,7 +61,7 @@ std::string describe_start_failure(long rc, int pid) {
 }
 
 std::variant<Started, std::string> inject(int pid, const std::string& library, const std::string& output,
-                                          uint64_t sample_bytes) {
+                                          uint64_t sample_bytes, int wait_seconds) {
     std::string agent = python_agent_dir(library);
     // dlopen is in libc since glibc 2.34; older processes that do not link libdl only have
     // glibc's internal __libc_dlopen_mode. The agent's paths go before the start: gdb
@@ -84,7 +84,7 @@ std::variant<Started, std::string> inject(int pid, const std::string& library, c
         // A start that failed left nothing running, pointed to or open (preload/attach.cpp):
         // what was loaded is unloaded, with the call that loaded it.
         {"unload", {"(int)dlclose((void*)$gt_load)", "(int)__libc_dlclose((void*)$gt_load)"}, false, "start"}};
-    GdbResult r = run_gdb(pid, calls, "loading the tracer");
+    GdbResult r = run_gdb(pid, calls, "loading the tracer", wait_seconds);
     if (std::string trouble = gdb_trouble(r, pid); !trouble.empty()) return trouble;
     if (r.results.contains("start")) {
         Started started{r.results["start"], r.results.contains("python") ? r.results["python"] : attach_status::kAgentNotCalled,

@@ -23,9 +23,10 @@ struct Started {
 };
 
 // Loads the library and starts tracing to `output`, and the CPython agent where there is one.
-// Returns what the start answered, or why gdb did not get that far.
+// Returns what the start answered, or why gdb did not get that far. `wait_seconds`: how long
+// the program may be let run to leave its allocator, loader or stdio first.
 std::variant<Started, std::string> inject(int pid, const std::string& library, const std::string& output,
-                                          uint64_t sample_bytes);
+                                          uint64_t sample_bytes, int wait_seconds);
 
 // What a failed start (Started::sites <= 0) means, for an error message.
 std::string describe_start_failure(long rc, int pid);

@@ -29,7 +29,7 @@ run_pip=0
 
 status=0
 ctest --test-dir "$build" --output-on-failure -j2 -LE 'e2e|pip' "$@" || status=1
-ctest --test-dir "$build" --output-on-failure -j2 -L e2e "$@" || status=1
+ctest --test-dir "$build" --output-on-failure -j4 -L e2e "$@" || status=1
 if ((run_pip)); then
     ctest --test-dir "$build" --output-on-failure -L pip "$@" || status=1
 fi

@@ -181,7 +181,7 @@ TEST(Attach, DetachVerbAndASecondAttachEachWriteACompleteTrace) {
     for (const std::string name : {"first.gtrace", "second.gtrace"}) {
         ProcessResult a = growtrace({"attach", pid, "--full", "-o", dir / name, "--no-wait"});
         ASSERT_EQ(a.exit_code, 0) << a.describe() << "\n" << a.err;
-        std::this_thread::sleep_for(1500ms);
+        ASSERT_TRUE(service.wait_for_lines(service.lines().size() + 6)) << service.err();  // 8 sessions a tick
         ProcessResult d = growtrace({"detach", pid});
         ASSERT_EQ(d.exit_code, 0) << d.describe() << "\n" << d.err;
         EXPECT_NE(d.err.find(dir / name), std::string::npos) << d.err;  // names the trace it closed
@@ -216,7 +216,7 @@ TEST(Attach, AStoppedProcessIsRefusedAndLeftAsItWas) {
     ASSERT_TRUE(service.wait_for_lines(3)) << service.err();
     const std::string pid = std::to_string(service.pid());
     ASSERT_EQ(kill(service.pid(), SIGSTOP), 0);
-    std::this_thread::sleep_for(200ms);
+    ASSERT_TRUE(eventually([&] { return process_state(service.pid()) == 'T'; }));
     ProcessResult r = growtrace({"attach", pid, "-o", dir / "stopped.gtrace"});
     EXPECT_EQ(r.exit_code, 2) << r.describe();
     EXPECT_EQ(r.err, "growtrace: error: process " + pid + " is stopped (T (stopped): SIGSTOP, Ctrl-Z or a job control "
@@ -263,11 +263,10 @@ TEST(Attach, ASingleThreadReadingFastInputGetsABoundedClearAnswer) {
                   {.timeout_seconds = 120});
     pid_t reader = child_named(shell.pid(), "input_reader");
     ASSERT_GT(reader, 0);
-    std::this_thread::sleep_for(500ms);
-    auto t0 = std::chrono::steady_clock::now();
-    ProcessResult r = growtrace({"attach", std::to_string(reader), "-o", dir / "fast.gtrace", "--duration", "1"});
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(seconds, 40) << r.err;
+    ASSERT_TRUE(eventually([&] { return read_file(out).find("tick 2 ") != std::string::npos; }))
+        << "the reader prints nothing";
+    ProcessResult r = growtrace(
+        {"attach", std::to_string(reader), "-o", dir / "fast.gtrace", "--duration", "1", "--max-wait", "3"});
     if (r.exit_code == 0) {
         EXPECT_NE(r.err.find("detached from process"), std::string::npos) << r.err;
         nlohmann::json json = analyze_json(dir, dir / "fast.gtrace");
@@ -277,9 +276,8 @@ TEST(Attach, ASingleThreadReadingFastInputGetsABoundedClearAnswer) {
         EXPECT_NE(r.err.find("growtrace: error: process " + std::to_string(reader) + " stayed inside"), std::string::npos)
             << r.err;
     }
-    std::string before = read_file(out);
-    std::this_thread::sleep_for(1s);
-    EXPECT_GT(read_file(out).size(), before.size()) << "the reader stopped printing";
+    const size_t before = read_file(out).size();
+    EXPECT_TRUE(eventually([&] { return read_file(out).size() > before; })) << "the reader stopped printing";
     EXPECT_EQ(kill(reader, 0), 0) << "the reader died: " << read_file(out);
     kill(reader, SIGTERM);
     shell.wait();

@@ -6,7 +6,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -119,6 +121,9 @@ std::vector<std::string> gc_callbacks_seen(const std::string& out);
 size_t reported_full_collections(const std::string& dump);
 
 std::string read_file(const std::string& path);
+// Polls `condition` until it holds (true) or `limit` passes (false): a test waits on what it
+// needs to have happened, never for a fixed time.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = std::chrono::seconds(10));
 void write_file(const std::string& path, const std::string& contents);
 
 // Traces `program_args` with `growtrace run [RUN_OPTIONS] -o TRACE -- ...` in `dir`, asserting

@@ -156,8 +156,11 @@ TEST_P(Programs, TableFreedByACleanUpCallIsFlaggedAndReleasedAtTeardown) {
     ProcessResult text = growtrace({"analyze", trace_path});
     EXPECT_NE(text.out.find("released at teardown"), std::string::npos) << text.out;
     // The steady per-request churn of the other programs is no teardown.
-    for (const nlohmann::json& g : json["groups"])
-        if (!g["teardown_at_s"].is_null()) EXPECT_NE(g["class"], "transient") << g.dump().substr(0, 1000);
+    for (const nlohmann::json& g : json["groups"]) {
+        if (!g["teardown_at_s"].is_null()) {
+            EXPECT_NE(g["class"], "transient") << g.dump().substr(0, 1000);
+        }
+    }
 }
 
 TEST_P(Programs, BoundedLruIsNotFlagged) {

@@ -142,9 +142,11 @@ TEST(Report, TwoProcessesGrowingOneContainerAreOneMergedContainerFindingOnEveryR
     EXPECT_EQ(root["title"], "dict __main__._RESPONSES keeps growing");
     EXPECT_TRUE(contains(root["summary"].get<std::string>(), "in 2 of 2 processes")) << root["summary"];
     // The stacks that hold its entries, merged too, are its evidence.
-    for (const nlohmann::json& s : report["findings"])
-        if (s["kind"] == "unbounded_growth" && has_frame(s["frames"], "make_value", "containers.py"))
+    for (const nlohmann::json& s : report["findings"]) {
+        if (s["kind"] == "unbounded_growth" && has_frame(s["frames"], "make_value", "containers.py")) {
             EXPECT_EQ(s["root_cause"], f["root_cause"]) << s.dump().substr(0, 1000);
+        }
+    }
     size_t pids = 0;
     for (const nlohmann::json& c : report["containers"]) pids += c.contains("pid");
     EXPECT_EQ(pids, report["containers"].size());

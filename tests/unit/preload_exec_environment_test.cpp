@@ -165,8 +165,8 @@ TEST_F(ExecEnvironmentTest, AttachedProcessOutputTooLongLeavesEnvironmentUnchang
 TEST_F(ExecEnvironmentTest, ExecdImageGetsItsTraceNameAndLaunchers) {
     Env env({"HOME=/home/u", "GROWTRACE_OUTPUT=/tmp/t.gtrace", "GROWTRACE_LAUNCHERS=old", "A=1"});
     std::vector<std::string> expected = {"HOME=/home/u", "A=1", "GROWTRACE_OUTPUT=/tmp/t.exec1.gtrace",
-                                         "GROWTRACE_LAUNCHERS=sh\x1f-c\x1fexec x"};
-    EXPECT_EQ(to_vector(exec_env->with_image(env.envp(), "/tmp/t.exec1.gtrace", "sh\x1f-c\x1fexec x")), expected);
+                                         "GROWTRACE_LAUNCHERS=sh\x1f-c\x1f" "exec x"};
+    EXPECT_EQ(to_vector(exec_env->with_image(env.envp(), "/tmp/t.exec1.gtrace", "sh\x1f-c\x1f" "exec x")), expected);
 }
 
 TEST_F(ExecEnvironmentTest, SpawnedImageGetsNoLaunchers) {

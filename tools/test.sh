@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Sets up and builds (tools/setup.sh), then runs every test registered with ctest, two at a
-# time: first all but the end-to-end tests, then the end-to-end tests (label e2e). Those whose
-# outcome depends on time itself (attach, stress, signals, pools) are marked RUN_SERIAL in
-# tests/e2e/CMakeLists.txt, and ctest runs each of them alone.
+# Sets up and builds (tools/setup.sh), then runs every test registered with ctest: first all
+# but the end-to-end tests, two at a time, then the end-to-end tests (label e2e), four at a
+# time (they wait on the programs they run far more than they compute). Those whose outcome
+# depends on time itself (native attach, stress, signals, pools) are marked RUN_SERIAL in
+# tests/e2e/CMakeLists.txt, and ctest runs each of them alone; the other attach tests run one
+# at a time beside the rest (docs/testing.md).
 #
 # Where ccache is installed, a fresh build dir (CI's clean clone) is configured to compile
 # through it, unless CMAKE_C(XX)_COMPILER_LAUNCHER is set already (CMake reads both from the

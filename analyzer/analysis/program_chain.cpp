@@ -116,14 +116,6 @@ ProgramChain follow_exec_chain(const std::string& named, AnalysisResult& result)
     return chain;
 }
 
-namespace {
-std::string identity(const std::string& path) {
-    std::error_code ec;
-    fs::path canonical = fs::weakly_canonical(path, ec);
-    return ec ? path : canonical.string();
-}
-}  // namespace
-
 ProgramChain program_of_set(const AnalysedTraceSet& set) {
     const AnalysedTrace* at = &set.traces.front();
     std::vector<ProgramImage> followed;
@@ -132,7 +124,7 @@ ProgramChain program_of_set(const AnalysedTraceSet& set) {
         if (next.empty()) break;
         const AnalysedTrace* found = nullptr;
         for (const AnalysedTrace& t : set.traces)
-            if (identity(t.path) == identity(next)) found = &t;
+            if (trace_file_identity(t.path) == trace_file_identity(next)) found = &t;
         if (!found) break;
         followed.push_back(ProgramImage{at->result.exe, at->result.argv});
         at = found;

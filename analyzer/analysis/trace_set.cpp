@@ -23,13 +23,13 @@ std::string locate_child(const std::string& recorded, const std::string& parent)
     return {};
 }
 
-std::string identity(const std::string& path) {
+}  // namespace
+
+std::string trace_file_identity(const std::string& path) {
     std::error_code ec;
     fs::path canonical = fs::weakly_canonical(path, ec);
     return ec ? path : canonical.string();
 }
-
-}  // namespace
 
 AnalysedTraceSet analyze_trace_set(const std::vector<std::string>& paths, const TraceSetOptions& options) {
     AnalysedTraceSet set;
@@ -38,7 +38,7 @@ AnalysedTraceSet analyze_trace_set(const std::vector<std::string>& paths, const 
     for (const std::string& named : paths) {
         const bool required = first || !options.only_first_required;
         first = false;
-        if (!seen.insert(identity(named)).second) continue;
+        if (!seen.insert(trace_file_identity(named)).second) continue;
         // Depth first, so that each trace is followed by its own descendants.
         std::deque<std::string> pending{named};
         bool is_named = required;
@@ -75,7 +75,7 @@ AnalysedTraceSet analyze_trace_set(const std::vector<std::string>& paths, const 
                                                            child.path));
                         continue;
                     }
-                    if (seen.insert(identity(found)).second) children.push_back(found);
+                    if (seen.insert(trace_file_identity(found)).second) children.push_back(found);
                 }
                 pending.insert(pending.begin(), children.begin(), children.end());
             }

@@ -34,4 +34,8 @@ struct AnalysedTraceSet {
 // path its record gives and, if the traces were moved, under the same name beside its parent.
 AnalysedTraceSet analyze_trace_set(const std::vector<std::string>& paths, const TraceSetOptions& options);
 
+// One name for a file however it is reached (relative, through links), for telling whether two
+// paths are one trace: its canonical path, or the path itself where that cannot be made.
+std::string trace_file_identity(const std::string& path);
+
 }  // namespace growtrace

@@ -135,6 +135,10 @@ TEST_P(PythonModes, OpenAIThreadsModeIsAGrowingCacheKeyedOnGeneratedClasses) {
 TEST_P(PythonVersions, OpenAIThreadsModeWithoutPythonObjectHooksStillFindsTheCache) {
     const PythonUnderTest& py = GetParam();
     GT_SKIP_UNLESS_INSTALLED(py, true);
+    // Leaving pymalloc unhooked is one switch on every version (the cache's records and the
+    // frames are what OpenAIThreadsModeIsAGrowingCache checks on each): the default and the
+    // newest CPython, not all four (two traced runs of the reproduction each).
+    if (py.name != "3.11" && py.name != "3.13") GTEST_SKIP() << "--no-python-objects: 3.11 and 3.13";
     ScratchDir dir;
     std::string trace = dir / "fast.gtrace";
     ProcessResult r = growtrace({"run", "--no-python-objects", "-o", trace, "--", py.python,
@@ -161,6 +165,10 @@ TEST_P(PythonVersions, OpenAIThreadsModeWithoutPythonObjectHooksStillFindsTheCac
 TEST_P(PythonModes, OpenAISingleThreadHasNoFinding) {
     const PythonUnderTest& py = python();
     GT_SKIP_UNLESS_INSTALLED(py, true);
+    // The verdict on a cache that stops growing does not depend on the version; the records it
+    // is judged on are checked on every version by OpenAIThreadsModeIsAGrowingCache.
+    if (!sampled() && py.name != "3.10" && py.name != "3.12")
+        GTEST_SKIP() << "the single-thread openai run, every allocation traced: 3.10 and 3.12";
     ScratchDir dir;
     json report = trace(dir, {kPrograms + "openai_repro/repro.py", "--mode", "single", "--requests", "30"});
     EXPECT_TRUE(report["findings"].empty()) << report["findings"].dump().substr(0, 2000);

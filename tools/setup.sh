@@ -33,12 +33,23 @@ else
 fi
 
 # The Python side (owned by its own script) must not stop the C++ build and tests: if it
-# fails, its tests fail and say why.
-if [[ -f "$repo/tools/setup_python.sh" ]]; then
-    bash "$repo/tools/setup_python.sh" >/dev/null \
+# fails, its tests fail and say why. Configuring looks for the 3.11 venv (the agent's pytest
+# runs from it); the other versions' venvs, mostly downloads and unpacking, are made while the
+# build compiles.
+python_setup="$repo/tools/setup_python.sh"
+other_venvs=""
+if [[ -f "$python_setup" ]]; then
+    bash "$python_setup" --only-default >/dev/null \
         || log "warning: tools/setup_python.sh failed; the Python tests will not find their venv"
+    bash "$python_setup" --all-but-default >/dev/null &
+    other_venvs=$!
 fi
 
 log "building into $build"
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j2
+build_status=0
+cmake --build "$build" -j2 || build_status=$?
+if [[ -n "$other_venvs" ]]; then
+    wait "$other_venvs" || log "warning: the venvs of the other CPython versions failed; their tests will say so"
+fi
+exit "$build_status"

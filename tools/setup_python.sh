@@ -19,7 +19,10 @@
 # libpython3.X.so. sysconfig's Py_ENABLE_SHARED is not enough: Debian's python3.11 reports
 # 1 (it also ships libpython3.11.so) but its executable is linked statically.
 #
-# Usage: tools/setup_python.sh [--force]      (--force: reinstall even if the stamp matches)
+# Usage: tools/setup_python.sh [--force] [--only-default | --all-but-default]
+#   --force: reinstall even if the stamp matches. --only-default: the 3.11 venv alone (what
+#   configuring the build needs); --all-but-default: the other versions and the static check
+#   (tools/setup.sh makes these while the build compiles).
 # Prints the 3.11 venv's python path as its last line.
 set -euo pipefail
 
@@ -27,8 +30,15 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 requirements="$repo/tools/python_requirements.txt"
 # Compiled extensions for the test that imports them under the tracer; installed the same way.
 extensions="$repo/tools/python_extensions_requirements.txt"
-force=0
-[[ "${1:-}" == "--force" ]] && force=1
+force=0 default=1 others=1
+for arg in "$@"; do
+    case "$arg" in
+        --force) force=1 ;;
+        --only-default) others=0 ;;
+        --all-but-default) default=0 ;;
+        *) echo "setup_python: unknown argument $arg" >&2; exit 2 ;;
+    esac
+done
 
 log() { echo "setup_python: $*" >&2; }
 
@@ -100,7 +110,13 @@ make_venv() {
     log "3.$minor: venv ready"
 }
 
-make_venv 11 "$repo/.venv" || { log "no CPython 3.11 with a shared libpython found (tried \$GROWTRACE_PYTHON, pyenv, PATH)"; exit 1; }
+if ((default)); then
+    make_venv 11 "$repo/.venv" || { log "no CPython 3.11 with a shared libpython found (tried \$GROWTRACE_PYTHON, pyenv, PATH)"; exit 1; }
+fi
+if ((!others)); then
+    echo "$repo/.venv/bin/python"
+    exit 0
+fi
 # The other versions growtrace reads: those with a layout file (preload/python/cpython/).
 for layout in "$repo"/preload/python/cpython/version_3*.cpp; do
     minor="${layout##*/version_3}"

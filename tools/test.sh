@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Sets up and builds (tools/setup.sh), then runs every test registered with ctest: first all
-# but the end-to-end tests, two at a time, then the end-to-end tests (label e2e), four at a
-# time (they wait on the programs they run far more than they compute). Those whose outcome
-# depends on time itself (native attach, stress, signals, pools) are marked RUN_SERIAL in
-# tests/e2e/CMakeLists.txt, and ctest runs each of them alone; the other attach tests run one
-# at a time beside the rest (docs/testing.md).
+# Sets up and builds (tools/setup.sh), then runs every test registered with ctest in one pass,
+# four at a time: the end-to-end tests wait on the programs they run far more than they
+# compute, and the fuzzer's own build and the conformance run fill the time they leave. Those
+# whose outcome depends on time itself (native attach, stress, signals, pools) are marked
+# RUN_SERIAL in tests/e2e/CMakeLists.txt, and ctest runs each of them alone; the other attach
+# tests run one at a time beside the rest (docs/testing.md).
 #
 # Where ccache is installed, a fresh build dir (CI's clean clone) is configured to compile
 # through it, unless CMAKE_C(XX)_COMPILER_LAUNCHER is set already (CMake reads both from the
@@ -30,8 +30,7 @@ run_pip=0
 [[ "${GROWTRACE_TEST_PIP:-0}" == 1 ]] && run_pip=1
 
 status=0
-ctest --test-dir "$build" --output-on-failure -j2 -LE 'e2e|pip' "$@" || status=1
-ctest --test-dir "$build" --output-on-failure -j4 -L e2e "$@" || status=1
+ctest --test-dir "$build" --output-on-failure -j4 -LE pip "$@" || status=1
 if ((run_pip)); then
     ctest --test-dir "$build" --output-on-failure -L pip "$@" || status=1
 fi

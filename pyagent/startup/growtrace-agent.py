@@ -497,8 +497,14 @@ class _Types:
         self.module_type = module_type
         self.module_dict = module_type.__dict__["__dict__"].__get__
         self.deque_type = deque_type
+        # Memos of one walk, emptied at its end (forget): keyed on the classes themselves, kept
+        # across walks they would keep every class a walk ever saw alive.
         self.categories = {}   # type -> what a walk does with its instances (SKIP, a kind, CLASS, INSTANCE)
         self.dict_getter = {}  # class -> its instances' __dict__ descriptor (None: none, or not plain)
+
+    def forget(self):
+        self.categories.clear()
+        self.dict_getter.clear()
 
     def name(self, t):
         try:
@@ -731,13 +737,19 @@ class _ContainerWalker:
         self.walks = 0
 
     def walk(self, flags=0):
+        try:
+            self.walk_once(flags)
+        finally:
+            self.types.forget()
+
+    def walk_once(self, flags):
         began = self.thread_time_ns()
         self.walks += 1
         if not flags & WALK_TRACKED_ONLY and self.walks % HEAP_PASS_EVERY == 0:
             flags |= WALK_HEAP_PASS
         found, reached_in = {}, {}
         own = {id(found), id(reached_in), id(self.tracked), id(self.homes), id(self.heap_names),
-               id(self.types.dict_getter)}
+               id(self.types.categories), id(self.types.dict_getter)}
         only = set(self.homes.values()) if flags & WALK_TRACKED_ONLY else None
         seen = _ModulePass(self.types, self.contents, found, own, reached_in, self.excluded_ids).run(
             self.sys.modules, only)

@@ -454,6 +454,47 @@ def test_container_paths_into_elements(extension, python, tmp_path):
     assert not any("middle" in n or "HANDLERS[1]" in n for n in names), sorted(names)
 
 
+WALKED_CLASS_DIES = '''
+import gc, time, weakref
+
+from _common import AgentWalks
+
+HOLDER = {}
+
+
+def make_and_walk(walks):
+    class Made:
+        def __init__(self):
+            self.items = {i: i for i in range(100)}
+
+    HOLDER["made"] = [Made() for _ in range(3)]
+    first = walks()
+    deadline = time.monotonic() + 30
+    while walks() < first + 2 and time.monotonic() < deadline:
+        gc.collect()  # without the library, walks run at the end of collections
+        time.sleep(0.02)
+    return weakref.ref(Made), walks() - first
+
+
+ref, walked = make_and_walk(AgentWalks().count)
+del HOLDER["made"]
+gc.collect()
+print(walked, ref() is None)
+'''
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_a_class_the_walks_saw_dies_with_its_last_instance(extension, python, tmp_path):
+    # The walks remember, for their own speed, what each class's instances are to them; that
+    # memory must not keep a class of the program's alive once the program let it go.
+    program = tmp_path / "walked_class_dies.py"
+    program.write_text(WALKED_CLASS_DIES)
+    _records, out = run(extension, python, str(program), tmp_path=tmp_path, pythonpath=str(PROGRAMS))
+    walked, died = out.split()
+    assert int(walked) >= 2, out
+    assert died == "True", "a class the walks saw outlived its last instance and the program's references"
+
+
 WALKS_AFTER_IMPORTS = '''
 import gc, sys, time, types
 

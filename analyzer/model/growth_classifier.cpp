@@ -277,6 +277,14 @@ bool too_little_history(size_t history, const Span& span, GrowthVerdict& v) {
     return false;
 }
 
+// What the group held at its peak in the span, as a share of the bytes it allocated there.
+double peak_held_share(const GrowthSeries& s, const std::vector<double>& active, const Span& span) {
+    double allocated = 0;
+    for (size_t w = span.first; w <= span.last && w < s.births_bytes.size(); ++w) allocated += s.births_bytes[w];
+    const double peak = active.empty() ? 0 : *std::max_element(active.begin(), active.end());
+    return allocated > 0 ? peak / allocated : 1;
+}
+
 // Unbounded when every check passes, else Bounded with the first check that failed as the
 // reason. Slopes are robust slopes per window of work.
 void judge_trend(const GrowthSeries& s, const std::vector<double>& level, const Span& span, bool torn_down,
@@ -302,6 +310,10 @@ void judge_trend(const GrowthSeries& s, const std::vector<double>& level, const 
     else if (quarter_share < kMinQuarterShare)
         failed = fmt::format("growth stalls: one quarter of the run adds only {:.0f}% of an even share",
                              100 * std::max(0.0, quarter_share));
+    else if (const double held = torn_down ? peak_held_share(s, active, span) : 1; held < kMinTornDownHeldShare)
+        failed = fmt::format("turnover: at its peak it held only {:.1f}% of what it allocated before the teardown (a "
+                             "queue or buffer drained at the end, not a table that fills)",
+                             100 * held);
     else if (torn_down && min_floor_rise_share(level, span, growth) < kMinQuarterShare)
         failed = fmt::format("comes and goes: its lowest level rises by only {:.0f}% of an even share from one "
                              "quarter of the run to the next before the teardown",

@@ -124,6 +124,12 @@ inline constexpr double kBoundedMinConfidence = 0.5;
 // kTeardownMinWindows windows of a window series). Memory freed steadily during the run, in
 // fill/empty cycles, or well before the work ends, is not a teardown.
 inline constexpr double kTeardownHeldFraction = 0.5;
+// Before a teardown, where the survivors' ages are unknown, what the group held at its peak must
+// be at least this share of what it allocated until then: a table that fills keeps what it
+// allocates (the growing stacks of test_programs/python/teardown_cache.py hold 23 % to 100 %
+// of it), a queue or buffer drained at the end of the work hands nearly all of it on
+// (handoff.py's queue, its consumer starved by a busy machine: 0.8 %).
+inline constexpr double kMinTornDownHeldShare = 0.02;
 inline constexpr double kTeardownFallShare = 0.5;
 inline constexpr double kTeardownShare = 0.05;
 inline constexpr size_t kTeardownMinWindows = 2;

@@ -109,6 +109,30 @@ TEST(AnalyzerClassifier, GrowthFreedByATeardownIsUnboundedAndSaysSo) {
     EXPECT_NEAR(v.slope_bytes_per_s, 10000 / kWindowS, 1);
 }
 
+// A queue whose consumer falls behind (a busy machine) holds a backlog that grows through the
+// work and is drained at its end: the same level as a table torn down, but nearly everything
+// it allocated was handed on and freed meanwhile. Turnover, not a teardown of a growing table.
+TEST(AnalyzerClassifier, AQueueBacklogDrainedAtTheEndIsNotATeardownOfGrowth) {
+    GrowthSeries s = empty_series();
+    for (size_t w = 0; w < 180; ++w) {
+        s.births_bytes[w] = 1e6;           // a million bytes of items a window...
+        s.deaths_bytes[w] = 1e6 - 10000;   // ...all but 10 KB of them consumed in the same window
+    }
+    for (size_t w = 180; w < 195; ++w) s.deaths_bytes[w] = 1.8e6 / 15;  // the backlog drained
+    GrowthVerdict v = classify_growth(s);
+    EXPECT_EQ(v.cls, GrowthClass::Bounded) << v.reason;
+    EXPECT_NE(v.reason.find("turnover"), std::string::npos) << v.reason;
+    EXPECT_NE(v.reason.find("1.0%"), std::string::npos) << v.reason;  // 1.8 MB held of 180 MB allocated
+
+    // The same backlog, its items a tenth of what the group allocated (a table of entries each
+    // built with scratch memory): a table torn down, still growth.
+    for (size_t w = 0; w < 180; ++w) {
+        s.births_bytes[w] = 100000;
+        s.deaths_bytes[w] = 90000;
+    }
+    EXPECT_EQ(classify_growth(s).cls, GrowthClass::Unbounded) << classify_growth(s).reason;
+}
+
 // Results in flight (a thread pool's, dropped once read), all freed when the pool shuts down:
 // the level at window ends is a random draw between nothing and the most in flight, and may
 // happen to rise from quarter to quarter before that last fall (the series is a run seen on

@@ -660,10 +660,10 @@ void add_python_findings(AnalysisResult& out, Collector& c, Symbolizer& symboliz
 
 // Containers the agent's walks measured: the memory a container holds is what the stacks that
 // allocated its newest entries keep alive (each group counted once).
-void add_container_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer) {
+void add_container_findings(AnalysisResult& out, Collector& c, Symbolizer& symbolizer, const WorkClock& work) {
     if (c.containers.empty()) return;
     auto seconds = [&](uint64_t ticks) { return c.clock.seconds(static_cast<double>(ticks)); };
-    for (ContainerFinding& f : c.containers.finish(seconds, c.exit_ticks)) {
+    for (ContainerFinding& f : c.containers.finish(seconds, c.exit_ticks, [work](double s) { return work.at(s); })) {
         ContainerReport report{std::move(f), {}};
         ContainerFinding& cf = report.container;
         if (!cf.insert_stacks.empty())
@@ -854,8 +854,9 @@ AnalysisResult analyze_trace(const std::string& path, const AnalyzeTraceOptions&
     out.timeline = build_timeline(r, c, window_s);
     classify_groups(groups, r, axis, window_s, c.sample_period, options.stack_profiles ? &judged : nullptr, out);
 
-    add_python_findings(out, c, symbolizer, work_clock_of(r, window_s, c.sample_period != 0));
-    add_container_findings(out, c, symbolizer);
+    const WorkClock work = work_clock_of(r, window_s, c.sample_period != 0);
+    add_python_findings(out, c, symbolizer, work);
+    add_container_findings(out, c, symbolizer, work);
     out.root_causes = find_root_causes(out);
     if (options.stack_profiles) build_stack_profiles(raw_stacks, c, symbolizer, judged, out);
     add_trace_warnings(summary, r, c, symbolizer, out);

@@ -50,8 +50,12 @@ public:
     // table_stack / entry_stacks: the stacks of the record's allocations, 0 where unknown.
     void on_container(const ContainerRecord& r, uint64_t table_stack, const std::vector<uint64_t>& entry_stacks);
     bool empty() const { return containers_.empty(); }
-    // exit_ticks: the shutdown mark (0 none); walks after it decide nothing.
-    std::vector<ContainerFinding> finish(const std::function<double(uint64_t)>& seconds, uint64_t exit_ticks) const;
+    // exit_ticks: the shutdown mark (0 none); walks after it decide nothing. `work_at` maps a
+    // time in seconds to the program's work done by then (work_axis.h; none: the clock): the
+    // quarters of growth are quarters of the work, so a program stalled between two walks
+    // (a busy machine) does not look like a container that stopped growing.
+    std::vector<ContainerFinding> finish(const std::function<double(uint64_t)>& seconds, uint64_t exit_ticks,
+                                         const std::function<double(double)>& work_at = {}) const;
 
 private:
     struct State {

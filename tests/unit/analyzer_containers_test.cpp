@@ -35,6 +35,25 @@ ContainerFinding judge(F count, uint64_t table_stack = 7, std::vector<uint64_t> 
     return found.empty() ? ContainerFinding{} : found.front();
 }
 
+// Growth is judged on the program's work, not the clock: a program starved for the first half of
+// its run (a busy machine) between two walks that saw the same size, then filling steadily, has
+// grown in every quarter of its work. On the clock alone it grew in the last two quarters only.
+TEST(ContainerTracker, AStallBetweenWalksIsNotAPlateauOfTheWork) {
+    ContainerTracker tracker;
+    const std::vector<std::pair<uint64_t, uint64_t>> walks = {{0, 2500}, {10, 2500}, {12, 5000}, {14, 7500},
+                                                              {16, 10000}, {18, 12500}, {20, 15000}};
+    for (const auto& [t, entries] : walks) tracker.on_container(walk(1, t, entries), 7, {9});
+    auto seconds = [](uint64_t ticks) { return static_cast<double>(ticks); };
+    // No work from 0 s to 10 s (one unit at the start), then a unit of work a second.
+    auto work = [](double s) { return s <= 10 ? s / 10 : 1 + (s - 10); };
+    auto by_work = tracker.finish(seconds, 0, work);
+    ASSERT_EQ(by_work.size(), 1u);
+    EXPECT_TRUE(by_work[0].unbounded) << by_work[0].reason;
+    auto by_clock = tracker.finish(seconds, 0);
+    ASSERT_EQ(by_clock.size(), 1u);
+    EXPECT_FALSE(by_clock[0].unbounded) << by_clock[0].reason;
+}
+
 TEST(ContainerTracker, EntriesRisingThroughTheRunAreAFinding) {
     ContainerFinding f = judge([](uint64_t t) { return 100 + 50 * t; });
     EXPECT_TRUE(f.unbounded) << f.reason;

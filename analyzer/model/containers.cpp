@@ -94,7 +94,6 @@ void ContainerTracker::on_container(const ContainerRecord& r, uint64_t table_sta
 std::vector<ContainerFinding> ContainerTracker::finish(const std::function<double(uint64_t)>& seconds,
                                                        uint64_t exit_ticks,
                                                        const std::function<double(double)>& work_at) const {
-    auto work = [&](double s) { return work_at ? work_at(s) : s; };
     std::vector<ContainerFinding> out;
     for (const auto& [id, s] : containers_) {
         std::vector<Step> steps;
@@ -120,9 +119,7 @@ std::vector<ContainerFinding> ContainerTracker::finish(const std::function<doubl
         const double span = std::max(end - begin, 1e-6);
         f.started_at_s = begin;
         GrowthShape shape;
-        std::vector<Step> by_work = steps;
-        for (Step& p : by_work) p.t = work(p.t);
-        shape.growing_quarters = growing_quarters(by_work, work(begin), work(end));
+        shape.growing_quarters = growing_quarters(on_work_axis(steps, work_at), work_at(begin), work_at(end));
         shape.growth = steps.back().value - steps.front().value;
         // Entries that come and go fall back between walks; a growing container never does
         // (beyond a few removals: a tenth of what it held).

@@ -55,7 +55,7 @@ public:
     // quarters of growth are quarters of the work, so a program stalled between two walks
     // (a busy machine) does not look like a container that stopped growing.
     std::vector<ContainerFinding> finish(const std::function<double(uint64_t)>& seconds, uint64_t exit_ticks,
-                                         const std::function<double(double)>& work_at = {}) const;
+                                         const std::function<double(double)>& work_at = [](double s) { return s; }) const;
 
 private:
     struct State {

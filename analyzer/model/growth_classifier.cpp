@@ -299,6 +299,7 @@ void judge_trend(const GrowthSeries& s, const std::vector<double>& level, const 
     const double late_ratio = avg_slope > 0 ? late_slope / avg_slope : 0;
     const size_t periods = std::min(kSurvivorPeriods, span.size());
     const size_t survivor_periods = periods_with_survivors(s.survivor_bytes, span, periods);
+    const double held = torn_down ? peak_held_share(s, active, span) : 1;
 
     std::string failed;
     if (growth < kMinSignificantBytes)
@@ -310,7 +311,7 @@ void judge_trend(const GrowthSeries& s, const std::vector<double>& level, const 
     else if (quarter_share < kMinQuarterShare)
         failed = fmt::format("growth stalls: one quarter of the run adds only {:.0f}% of an even share",
                              100 * std::max(0.0, quarter_share));
-    else if (const double held = torn_down ? peak_held_share(s, active, span) : 1; held < kMinTornDownHeldShare)
+    else if (held < kMinTornDownHeldShare)
         failed = fmt::format("turnover: at its peak it held only {:.1f}% of what it allocated before the teardown (a "
                              "queue or buffer drained at the end, not a table that fills)",
                              100 * held);

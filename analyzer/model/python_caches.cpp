@@ -296,9 +296,9 @@ uint64_t PythonTracker::live_cache_bytes(uint64_t cache_id, uint64_t stack_id) c
     return it == live_by_cache_stack_.end() || it->second <= 0 ? 0 : static_cast<uint64_t>(std::llround(it->second));
 }
 
-std::vector<Step> PythonTracker::on_work_axis(const std::vector<Step>& steps) const {
+std::vector<Step> on_work_axis(const std::vector<Step>& steps, const std::function<double(double)>& work_at) {
     std::vector<Step> out = steps;
-    for (Step& s : out) s.t = work_at_(s.t);
+    for (Step& s : out) s.t = work_at(s.t);
     return out;
 }
 
@@ -380,7 +380,7 @@ void PythonTracker::judge_cache(const Cache& c, std::vector<Step>& steps, const 
     // Emptied at the very end of the work (cache_clear(), an atexit handler): judged on the run
     // before, with the memory its entries held then.
     double retained = static_cast<double>(f.retained_bytes);
-    if (const auto torn = cache_teardown(on_work_axis(steps), work_at_(begin), work_at_(end))) {
+    if (const auto torn = cache_teardown(on_work_axis(steps, work_at_), work_at_(begin), work_at_(end))) {
         f.entries_before_teardown = static_cast<uint64_t>(steps[*torn].value);
         f.teardown_at_s = steps[*torn + 1].t;
         // Frees are timed to the trace's quantum, rounded down, and binned (retained_over_time)
@@ -403,7 +403,7 @@ void PythonTracker::judge_cache(const Cache& c, std::vector<Step>& steps, const 
     double span = std::max(end - begin, 1e-6);
     f.started_at_s = begin;
     const double work_begin = work_at_(begin), work_end = work_at_(end);
-    GrowthShape shape = quarters(on_work_axis(steps), static_cast<double>(f.entries_first), work_begin, work_end);
+    GrowthShape shape = quarters(on_work_axis(steps, work_at_), static_cast<double>(f.entries_first), work_begin, work_end);
     f.growth_entries_per_s = shape.growth / span;
     f.growth_bytes_per_s = retained / span;
     bool late = work_at_(last) >= work_begin + (work_end - work_begin) / 2;
@@ -486,7 +486,7 @@ TypeFinding PythonTracker::type_finding(const std::string& name, const std::vect
     f.creation_stack = most_frequent(stacks);
     f.started_at_s = first;
     double span = std::max(work_end_s - first, 1e-6);
-    const std::vector<Step> by_work = on_work_axis(steps);
+    const std::vector<Step> by_work = on_work_axis(steps, work_at_);
     GrowthShape shape = quarters(by_work, 0, work_at_(first), work_at_(work_end_s));
     // A population that keeps growing never falls back: the lowest count of each quarter (as of
     // the full collections, whose garbage is counted dead since the one before) rises from

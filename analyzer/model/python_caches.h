@@ -37,6 +37,8 @@ struct GrowthShape {
     double growth = 0;
 };
 GrowthShape quarters(const std::vector<Step>& steps, double initial, double begin, double end);
+// The steps with each time mapped to the program's work done by then (work_axis.h).
+std::vector<Step> on_work_axis(const std::vector<Step>& steps, const std::function<double(double)>& work_at);
 // A count (cache or container entries) is growing when it grew in at least this many of the
 // four quarters of its active span, the latest growth in its second half: one that only fills
 // at start-up is not.
@@ -179,7 +181,6 @@ private:
     std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;
     std::function<double(double)> work_at_ = [](double seconds) { return seconds; };
     // `steps` with their times read as the work done by then.
-    std::vector<Step> on_work_axis(const std::vector<Step>& steps) const;
 
     // The steps of finish(); `seconds` converts trace time, `work_end_s` is where the
     // program's work ended.

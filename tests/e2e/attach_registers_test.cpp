@@ -53,12 +53,7 @@ public:
     }
     std::string err() const { return read_file(out_ + ".err"); }
     bool wait_for_lines(size_t count, std::chrono::seconds limit = 20s) const {
-        auto deadline = std::chrono::steady_clock::now() + limit;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (lines().size() >= count) return true;
-            std::this_thread::sleep_for(50ms);
-        }
-        return false;
+        return eventually([&] { return lines().size() >= count; }, limit);
     }
     // Waits for the program to end by itself.
     ProcessResult wait() { return spawned_->wait(); }

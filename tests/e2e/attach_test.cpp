@@ -67,12 +67,7 @@ public:
     }
     // Waits until the program printed `count` lines (it is then past its start-up).
     bool wait_for_lines(size_t count, std::chrono::seconds limit = 10s) const {
-        auto deadline = std::chrono::steady_clock::now() + limit;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (lines().size() >= count) return true;
-            std::this_thread::sleep_for(50ms);
-        }
-        return false;
+        return eventually([&] { return lines().size() >= count; }, limit);
     }
     void stop() {
         if (pid() > 0) kill(pid(), SIGTERM);
@@ -239,16 +234,16 @@ TEST(Attach, AStoppedProcessIsRefusedAndLeftAsItWas) {
 
 // The child of `pid` running `name` (a shell pipeline's second command).
 pid_t child_named(pid_t pid, const std::string& name, std::chrono::seconds limit = 5s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        std::istringstream children(read_file(fmt::format("/proc/{}/task/{}/children", pid, pid)));
-        for (pid_t child; children >> child;) {
-            std::string comm = read_file(fmt::format("/proc/{}/comm", child));
-            if (comm == name + "\n") return child;
-        }
-        std::this_thread::sleep_for(20ms);
-    }
-    return -1;
+    pid_t found = -1;
+    eventually(
+        [&] {
+            std::istringstream children(read_file(fmt::format("/proc/{}/task/{}/children", pid, pid)));
+            for (pid_t child; children >> child;)
+                if (read_file(fmt::format("/proc/{}/comm", child)) == name + "\n") found = child;
+            return found > 0;
+        },
+        limit);
+    return found;
 }
 
 // sqlite3's shell fed statements through a pipe at full speed: one thread, always inside read()
@@ -553,8 +548,7 @@ TEST_P(AttachPython, AProgramOfOneThreadThatForksWhileAttachedIsNotWarned) {
     const std::string trace = dir / "forks.gtrace";
     Spawned attach({GT_GROWTRACE, "attach", std::to_string(service.pid()), "--full", "-o", trace, "--duration", "4"},
                    {.timeout_seconds = 60});
-    auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (!fs::exists(trace) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    eventually([&] { return fs::exists(trace); }, 20s);
     std::this_thread::sleep_for(300ms);  // past the attach's own start (the agent's thread)
     write_file(go, "");
     ASSERT_TRUE(service.wait_for_lines(4)) << service.err();

@@ -136,12 +136,7 @@ TEST(Ledger, ATraceEndedByAnExecCarriesItsLedger) {
 
 // Waits until `path` holds `text` (the program printed it), at most `limit`.
 bool wait_for_output(const std::string& path, const std::string& text, std::chrono::seconds limit = 20s) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (read_file(path).find(text) != std::string::npos) return true;
-        std::this_thread::sleep_for(20ms);
-    }
-    return false;
+    return eventually([&] { return read_file(path).find(text) != std::string::npos; }, limit);
 }
 
 // A process stopped in the middle of its work (SIGSTOP: a debugger, a container paused, a

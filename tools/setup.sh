@@ -11,7 +11,7 @@ build="${GROWTRACE_BUILD_DIR:-$repo/build}"
 log() { echo "setup: $*" >&2; }
 
 packages=(build-essential cmake pkg-config libunwind-dev libdw-dev libzstd-dev libfmt-dev
-          nlohmann-json3-dev libcli11-dev libboost-stacktrace-dev libgtest-dev
+          nlohmann-json3-dev libcli11-dev robin-map-dev libboost-stacktrace-dev libgtest-dev
           zlib1g-dev               # gzip of pprof exports
           chromium libxml2-utils   # the HTML/SVG report tests (headless browser, xmllint)
           golang-go)               # go tool pprof reads the pprof exports in the tests

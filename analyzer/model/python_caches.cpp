@@ -262,7 +262,7 @@ void PythonTracker::on_alloc_compact(const AllocCompactEvent& e) {
     uint64_t id = it->second.back().first;
     const format::SampleWeight w = format::sample_weight(e.size, sample_period_);
     if (w.count <= 0) return;  // a weightless record (sampled traces: a class object followed for its free)
-    tagged_[e.seq] = {id, e.size, e.stack_id};
+    tagged_.insert(e.seq, Tag{id, e.size, e.stack_id});
     live_by_cache_stack_[{id, e.stack_id}] += w.bytes;
     Cache& c = cache(id);
     c.live_bytes += w.bytes;
@@ -277,18 +277,17 @@ void PythonTracker::on_free_compact(const FreeCompactEvent& e) {
         types_[t->second].death_ticks = std::max<uint64_t>(e.ticks, 1);
         type_by_allocation_.erase(t);
     }
-    auto it = tagged_.find(e.seq);
-    if (it == tagged_.end()) return;
-    Cache& c = cache(it->second.cache_id);
-    const format::SampleWeight w = format::sample_weight(it->second.size, sample_period_);
+    Tag tag;
+    if (!tagged_.take(e.seq, tag)) return;
+    Cache& c = cache(tag.cache_id);
+    const format::SampleWeight w = format::sample_weight(tag.size, sample_period_);
     c.live_bytes -= w.bytes;
     c.live_count -= w.count;
     c.live_variance -= w.variance;
     --c.live_samples;
     if (sample_period_) c.sample_free_ticks.push_back(e.ticks);
     add_retained(c, e.ticks, -w.bytes);
-    live_by_cache_stack_[{it->second.cache_id, it->second.stack_id}] -= w.bytes;
-    tagged_.erase(it);
+    live_by_cache_stack_[{tag.cache_id, tag.stack_id}] -= w.bytes;
 }
 
 uint64_t PythonTracker::live_cache_bytes(uint64_t cache_id, uint64_t stack_id) const {

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/model/flat_map.h"
+#include "analyzer/model/live_by_sequence.h"
 #include "analyzer/read/python_records.h"
 #include "analyzer/read/records.h"
 
@@ -171,13 +173,13 @@ private:
 
     std::unordered_map<uint64_t, Cache> caches_;
     std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> open_misses_;  // tid -> (cache, seq)
-    std::unordered_map<uint64_t, Tag> tagged_;  // allocation seq -> cache
+    LiveBySequence<Tag> tagged_;  // allocation seq -> cache
     std::map<std::pair<uint64_t, uint64_t>, double> live_by_cache_stack_;  // (cache, stack) -> bytes
     uint64_t sample_period_ = 0;
     uint64_t exit_ticks_ = 0;
     uint64_t work_end_ticks_ = 0;
     std::vector<ClassRecord> types_;
-    std::unordered_map<uint64_t, size_t> type_by_allocation_;  // allocation seq -> types_ index
+    U64Map<size_t> type_by_allocation_;  // allocation seq -> types_ index
     std::unordered_map<uint64_t, std::vector<size_t>> types_by_address_;
     std::function<double(double)> work_at_ = [](double seconds) { return seconds; };
     // `steps` with their times read as the work done by then.

@@ -113,12 +113,28 @@ void RetentionModel::grow_windows(uint64_t rel) {
 }
 
 uint32_t RetentionModel::stack_index(uint64_t stack_id) {
-    auto [it, inserted] = stack_index_.try_emplace(stack_id, static_cast<uint32_t>(stacks_.size()));
+    const auto next = static_cast<uint32_t>(stacks_.size());
+    bool inserted = false;
+    uint32_t index = 0;
+    if (stack_id < kDenseStackIds) {
+        if (stack_id >= dense_stack_index_.size()) {
+            const uint64_t doubled = std::min<uint64_t>(2 * dense_stack_index_.size(), kDenseStackIds);
+            dense_stack_index_.resize(std::max<uint64_t>(stack_id + 1, doubled));
+        }
+        uint32_t& slot = dense_stack_index_[stack_id];
+        inserted = slot == 0;
+        if (inserted) slot = next + 1;
+        index = slot - 1;
+    } else {
+        auto [it, added] = stack_index_.try_emplace(stack_id, next);
+        inserted = added;
+        index = it->second;
+    }
     if (inserted) {
         stacks_.emplace_back();
         stacks_.back().stack_id = stack_id;
     }
-    return it->second;
+    return index;
 }
 
 void RetentionModel::add_birth(uint32_t stack, uint64_t ticks, uint64_t size, uint64_t n) {
@@ -151,14 +167,14 @@ void RetentionModel::add_death(uint32_t stack, uint64_t ticks, uint64_t size, ui
     deaths_estimate_ += d.deaths;
 }
 
-void RetentionModel::add_survivor(const Slot& s) {
-    const format::SampleWeight w = format::sample_weight(s.size, sample_period_);
-    StackRetention& st = stacks_[s.stack];
+void RetentionModel::add_survivor(uint32_t stack, uint64_t ticks, uint64_t size) {
+    const format::SampleWeight w = format::sample_weight(size, sample_period_);
+    StackRetention& st = stacks_[stack];
     st.live_bytes += w.bytes;
     st.live_count += w.count;
     st.live_bytes_variance += w.variance;
     if (w.count > 0) ++st.live_samples;
-    st.survivors.push_back(SurvivorBin{window_of(s.ticks), w.bytes, w.count});
+    st.survivors.push_back(SurvivorBin{window_of(ticks), w.bytes, w.count});
 }
 
 void RetentionModel::pair(Slot& alloc, uint64_t free_ticks) {
@@ -278,7 +294,7 @@ void RetentionModel::maybe_sweep() {
     events_since_sweep_ = 0;
     ++epoch_;
     for (auto it = addresses_.begin(); it != addresses_.end();) {
-        Slots& slots = it->second;
+        Slots& slots = it.value();
         std::erase_if(slots, [&](const Slot& s) { return s.kind == SlotKind::Pair && s.epoch + 2 <= epoch_; });
         if (slots.empty()) it = addresses_.erase(it);
         else ++it;
@@ -319,12 +335,13 @@ void RetentionModel::on_free(const FreeEvent& e) {
 }
 
 void RetentionModel::on_alloc_compact(const AllocCompactEvent& e) {
-    compact_live_[e.seq] = birth(e.stack_id, e.ticks, e.size);
+    const Slot s = birth(e.stack_id, e.ticks, e.size);
+    compact_live_.insert(e.seq, LiveCompact{s.ticks, s.size, s.stack});
 }
 
 uint64_t RetentionModel::live_stack_id(uint64_t seq) const {
-    auto it = compact_live_.find(seq);
-    return it == compact_live_.end() ? 0 : stacks_[it->second.stack].stack_id;
+    const LiveCompact* s = compact_live_.find(seq);
+    return s ? stacks_[s->stack].stack_id : 0;
 }
 
 uint64_t RetentionModel::on_free_compact(const FreeCompactEvent& e) { return free_compact(e, false, 0); }
@@ -336,12 +353,11 @@ uint64_t RetentionModel::on_garbage_free_compact(const FreeCompactEvent& e, uint
 uint64_t RetentionModel::free_compact(const FreeCompactEvent& e, bool garbage, uint64_t floor_ticks) {
     ++free_records_;
     max_ticks_ = std::max(max_ticks_, e.ticks);
-    auto it = compact_live_.find(e.seq);
-    if (it == compact_live_.end()) {
+    LiveCompact s;
+    if (!compact_live_.take(e.seq, s)) {
         ++totals_.unmatched_frees;  // freed twice by a corrupt trace: never count it again
         return 0;
     }
-    const Slot& s = it->second;
     // Different threads' clocks may disagree slightly; a death is never before its birth.
     uint64_t death = std::max(e.ticks, s.ticks);
     if (garbage) {
@@ -352,7 +368,6 @@ uint64_t RetentionModel::free_compact(const FreeCompactEvent& e, bool garbage, u
     }
     add_death(s.stack, death, s.size);
     ++totals_.matched_frees;
-    compact_live_.erase(it);
     return death;
 }
 
@@ -378,7 +393,7 @@ RetentionResult RetentionModel::finish() {
     r.origin_ticks = origin_;
     const uint32_t last_window = window_of(std::max(max_ticks_, origin_));
 
-    for (auto& [addr, slots] : addresses_) {
+    for (const auto& [addr, slots] : addresses_) {
         for (size_t i = 0; i < slots.size(); ++i) {
             const Slot& s = slots[i];
             if (s.kind == SlotKind::Pair) continue;
@@ -392,12 +407,12 @@ RetentionResult RetentionModel::finish() {
                 ++totals_.untraced_reuses;
                 continue;
             }
-            add_survivor(s);
+            add_survivor(s.stack, s.ticks, s.size);
         }
     }
     addresses_ = {};
-    for (auto& [seq, s] : compact_live_) add_survivor(s);
-    compact_live_ = {};
+    compact_live_.for_each([&](uint64_t, const LiveCompact& s) { add_survivor(s.stack, s.ticks, s.size); });
+    compact_live_.clear();
 
     for (StackRetention& st : stacks_) {
         std::sort(st.survivors.begin(), st.survivors.end(),
@@ -428,6 +443,7 @@ RetentionResult RetentionModel::finish() {
     r.stacks = std::move(stacks_);
     r.totals = totals_;
     stack_index_.clear();
+    dense_stack_index_.clear();
     heap_.clear();
     stacks_.clear();
     totals_ = {};

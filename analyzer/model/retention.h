@@ -14,8 +14,10 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
+
+#include "analyzer/model/flat_map.h"
+#include "analyzer/model/live_by_sequence.h"
 
 #include "analyzer/read/records.h"
 
@@ -149,6 +151,12 @@ private:
         SlotKind kind = SlotKind::Alloc;
     };
     using Slots = std::vector<Slot>;
+    // A live allocation of a version-2 trace (known by its sequence number, not its address).
+    struct LiveCompact {
+        uint64_t ticks = 0;
+        uint64_t size = 0;
+        uint32_t stack = 0;
+    };
 
     // Counts a new allocation and returns its live slot (kept by address or by sequence).
     Slot birth(uint64_t stack_id, uint64_t ticks, uint64_t size);
@@ -157,7 +165,7 @@ private:
     // `n` allocations of `size` bytes born (or dead) at `ticks`.
     void add_birth(uint32_t stack, uint64_t ticks, uint64_t size, uint64_t n = 1);
     void add_death(uint32_t stack, uint64_t ticks, uint64_t size, uint64_t n = 1);
-    void add_survivor(const Slot& s);
+    void add_survivor(uint32_t stack, uint64_t ticks, uint64_t size);
     void retract_death(uint32_t stack, uint64_t ticks, uint64_t size);
     void grow_windows(uint64_t needed_index);
     void insert_alloc(Slots& slots, const Slot& alloc);
@@ -174,9 +182,14 @@ private:
     unsigned shift_ = 0;
     uint64_t max_ticks_ = 0;
     std::vector<StackRetention> stacks_;
-    std::unordered_map<uint64_t, uint32_t> stack_index_;
-    std::unordered_map<uint64_t, Slots> addresses_;
-    std::unordered_map<uint64_t, Slot> compact_live_;  // by allocation sequence number
+    // stacks_ index + 1 by stack id (0: not seen yet). The tracer numbers its stacks from 1 up,
+    // so a vector; ids beyond kDenseStackIds (a corrupt trace, or a merged id space) go to the
+    // map.
+    static constexpr uint64_t kDenseStackIds = uint64_t{1} << 24;
+    std::vector<uint32_t> dense_stack_index_;
+    U64Map<uint32_t> stack_index_;
+    U64Map<Slots> addresses_;
+    LiveBySequence<LiveCompact> compact_live_;
     uint32_t epoch_ = 0;
     uint64_t events_since_sweep_ = 0;
     std::vector<WindowBin> heap_;

@@ -178,7 +178,7 @@ int own_work(int on) {
 // The agent has run its full collection just before: the sizes polled here, and everything
 // the analyzer measures at this mark, are what the program holds, not garbage.
 void process_exiting() {
-    poll_cache_sizes(writer_emit);  // the sizes the program leaves behind
+    poll_cache_sizes(writer_emit, true);  // the sizes the program leaves behind
     pthread_mutex_lock(&g_caches_mutex);
     g_caches_frozen = true;
     pthread_mutex_unlock(&g_caches_mutex);
@@ -216,7 +216,7 @@ int64_t entries_of(const void* dict) {
 }
 }  // namespace
 
-void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
+void poll_cache_sizes(void (*sink)(const RecordEncoder&), bool every_cache) {
     RecordEncoder rec(RecordKind::CacheSize);
     // The time is read before the sizes: the program runs on while this thread reads them (and
     // may be descheduled), and a size stamped later than it was read would place, say, a full
@@ -230,7 +230,7 @@ void poll_cache_sizes(void (*sink)(const RecordEncoder&)) {
         WatchedCache& c = g_caches[i];
         if (c.last_entries < 0) continue;  // destroyed and reported
         int64_t now = c.dict ? entries_of(c.dict) : -1;
-        if (now == c.last_entries) continue;
+        if (now == c.last_entries && !every_cache) continue;
         c.last_entries = now;
         ids[changed] = c.id;
         entries[changed++] = now;

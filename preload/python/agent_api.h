@@ -9,8 +9,12 @@
 
 namespace growtrace::preload::python {
 
-// Called by the writer every tick: a CacheSize record for caches whose entry count changed.
-void poll_cache_sizes(void (*sink)(const format::RecordEncoder&));
+// Called by the writer every tick: a CacheSize record for caches whose entry count changed
+// since the last poll. `every_cache`: one for each cache still watched, changed or not (the
+// last poll, at exit: a cache filled and emptied again between two polls, its clear() at the
+// end of the program, would otherwise look unchanged, and the analyzer would be left with the
+// count of its last insertion).
+void poll_cache_sizes(void (*sink)(const format::RecordEncoder&), bool every_cache = false);
 
 // Forget announced caches (forked child: the agent re-announces them).
 void forget_caches();

@@ -511,6 +511,25 @@ TEST_P(PythonModes, CacheTornDownAtExitIsStillAGrowingCache) {
     }
 }
 
+// A cache filled and cleared within a run shorter than a sampled trace's second between polls
+// of the caches' sizes: the only poll after the cache was made is the one at exit, and it must
+// say the clear happened even though the size it reads, 0, is the size the last poll saw.
+// (Under load, a 1-second run can go without a poll too: the flake of issue 25.)
+TEST_P(PythonModes, AClearBeforeAnyPollIsSeenAtExit) {
+    const PythonUnderTest& py = python();
+    GT_SKIP_UNLESS_INSTALLED(py, false);
+    ScratchDir dir;
+    json report = trace(dir, {kPrograms + "teardown_cache.py", "--teardown", "clear", "--requests", "400", "--seconds", "0.05"});
+    const json* cache = nullptr;
+    for (const json& c : report["caches"])
+        if (c["name"] == "teardown_cache_mod.render") cache = &c;
+    for (const json& f : report["findings"])
+        if (f.contains("cache") && f["cache"]["name"] == "teardown_cache_mod.render") cache = &f["cache"];
+    ASSERT_NE(cache, nullptr) << report["caches"].dump().substr(0, 2000);
+    EXPECT_EQ((*cache)["insertions"], 400);
+    EXPECT_EQ((*cache)["entries_last"], 0) << cache->dump().substr(0, 1500);
+}
+
 // A library making a schema class per call, all of which die (never more than 34 alive at once,
 // 10 at the end): classes made in numbers but not a growing population.
 TEST_P(PythonModes, SchemaClassesThatAllDieAreNotDuplicateTypes) {

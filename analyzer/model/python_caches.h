@@ -200,6 +200,12 @@ private:
 
 // Below these a cache or a class name is never a finding.
 inline constexpr uint64_t kMinCacheGrowthEntries = 10;
+// A cache that keeps growing gains entries in the second half of its work too, at least this
+// many. One that filled with most of its keys at first and then met a few it had not seen yet
+// (a gunicorn worker's openai cache: 10 keys in its first request, the response types of the
+// next requests 4 more) is a finite set of keys being found out; on the work axis of a loaded
+// machine those 4 can land in 3 different quarters.
+inline constexpr uint64_t kMinLateCacheGrowthEntries = 5;
 inline constexpr uint64_t kMinTypeCreations = 10;
 inline constexpr uint64_t kMinDuplicateLiveClasses = 10;
 

@@ -145,6 +145,41 @@ TEST(PythonCaches, CacheThatFillsAtStartThenOnlyHitsIsNotAFinding) {
     EXPECT_EQ(f.caches[0].entries_last, 256u);
 }
 
+// One miss whose entry holds `bytes` (one allocation).
+void big_miss(PythonTracker& t, uint64_t cache_id, uint64_t n, double at_s, uint64_t bytes) {
+    const auto ticks = static_cast<uint64_t>(at_s * kSecond);
+    CacheInsertRecord begin = miss_begin(t, cache_id, n, ticks, n - 1);
+    t.on_alloc_compact(AllocCompactEvent{1, ticks + 1, bytes, 3, n});
+    miss_stored(t, begin, ticks + 2);
+}
+
+// A gunicorn worker's openai cache (Pool.GunicornWorkersWithTheFixGiveNoFinding, failed once
+// with both cores busy): 10 keys in the first request, then the response types of later
+// requests, one or two at a time, 4 in all. Each quarter gained an entry, but the second half
+// of the work only 3: a finite set of keys being found out.
+TEST(PythonCaches, AFewNewKeysMetLateAreNotGrowth) {
+    PythonTracker t;
+    t.on_cache_create(cache(4, -1));
+    uint64_t n = 0;
+    for (int i = 0; i < 10; ++i) big_miss(t, 4, ++n, 0.01 * i, 100'000);
+    for (double at : {1.2, 2.2, 3.1, 3.9}) big_miss(t, 4, ++n, at, 100'000);
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_FALSE(f.caches[0].unbounded) << f.caches[0].reason;
+    EXPECT_NE(f.caches[0].reason.find("3 of its 14 entries came in the second half"), std::string::npos)
+        << f.caches[0].reason;
+}
+
+// The rule above leaves slow, steady growth alone: 12 entries, one every third of a second.
+TEST(PythonCaches, ASlowCacheGainingEntriesEvenlyIsStillAFinding) {
+    PythonTracker t;
+    t.on_cache_create(cache(5, -1));
+    for (uint64_t n = 1; n <= 12; ++n) big_miss(t, 5, n, 0.33 * static_cast<double>(n), 100'000);
+    PythonFindings f = t.finish(seconds, 4.0);
+    ASSERT_EQ(f.caches.size(), 1u);
+    EXPECT_TRUE(f.caches[0].unbounded) << f.caches[0].reason;
+}
+
 // The report keeps only the first caches that are not findings: at equal memory (none here,
 // as in a sampled trace that caught none), a cache that could grow without limit comes first,
 // then the fuller ones.

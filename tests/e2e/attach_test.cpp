@@ -295,7 +295,8 @@ TEST(Attach, ASingleThreadBlockedInsideStdioIsRefusedAfterABoundedWait) {
     int input = open(fifo.c_str(), O_WRONLY);
     ASSERT_GE(input, 0);
     ASSERT_EQ(write(input, "a\nb\n", 4), 4);
-    std::this_thread::sleep_for(300ms);
+    // Its first line read, it prints a tick and goes back to reading: blocked inside stdio.
+    ASSERT_TRUE(eventually([&] { return read_file(out).find("tick 0") != std::string::npos; }, 20s)) << read_file(out);
     ProcessResult r = growtrace({"attach", std::to_string(shell.pid()), "-o", dir / "blocked.gtrace", "--max-wait", "2"});
     EXPECT_EQ(r.exit_code, 2) << r.describe() << "\n" << r.err;
     EXPECT_NE(r.err.find("is inside _IO_"), std::string::npos) << r.err;  // says what it waits for, at once
@@ -763,7 +764,11 @@ TEST(AttachErrors, AWaitBoundOutOfRangeIsRefusedBeforeGdbRuns) {
 TEST(AttachErrors, StaticallyLinkedProgram) {
     ScratchDir dir;
     Service service(dir, {GT_PROGRAM_STATIC_SLEEPER, "20"});
-    std::this_thread::sleep_for(200ms);
+    const std::string exe = "/proc/" + std::to_string(service.pid()) + "/exe";
+    ASSERT_TRUE(eventually([&] {  // exec'd: the process is the static program now
+        std::error_code ec;
+        return fs::equivalent(exe, GT_PROGRAM_STATIC_SLEEPER, ec);
+    }, 20s));
     ProcessResult r = growtrace({"attach", std::to_string(service.pid())});
     expect_error(r, "process " + std::to_string(service.pid()) + " runs a statically linked program");
     EXPECT_TRUE(service.alive()) << service.how_it_ended();
@@ -776,7 +781,9 @@ TEST(AttachErrors, ProcessAlreadyBeingTraced) {
         ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
         for (;;) pause();
     }
-    std::this_thread::sleep_for(200ms);
+    // PTRACE_TRACEME done: the kernel names its tracer (this process) in the child's status.
+    const std::string status = "/proc/" + std::to_string(child) + "/status";
+    ASSERT_TRUE(eventually([&] { return read_file(status).find("TracerPid:\t" + std::to_string(getpid())) != std::string::npos; }, 20s));
     ProcessResult r = growtrace({"attach", std::to_string(child)});
     kill(child, SIGKILL);
     waitpid(child, nullptr, 0);

@@ -47,9 +47,11 @@ GrowthShape quarters(const std::vector<Step>& steps, double initial, double begi
     for (int q = 1; q <= kQuarters; ++q) {
         double v = value_at(steps, begin + (end - begin) * q / kQuarters, initial);
         if (v > previous) ++shape.growing_quarters;
+        if (q == kQuarters / 2) shape.second_half_growth = -v;
         previous = v;
     }
     shape.growth = previous - first;
+    shape.second_half_growth += previous;
     return shape;
 }
 
@@ -402,14 +404,10 @@ void PythonTracker::judge_cache(const Cache& c, std::vector<Step>& steps, const 
     double span = std::max(end - begin, 1e-6);
     f.started_at_s = begin;
     const double work_begin = work_at_(begin), work_end = work_at_(end);
-    const std::vector<Step> by_work = on_work_axis(steps, work_at_);
-    const double initial = static_cast<double>(f.entries_first);
-    GrowthShape shape = quarters(by_work, initial, work_begin, work_end);
+    GrowthShape shape = quarters(on_work_axis(steps, work_at_), static_cast<double>(f.entries_first), work_begin, work_end);
     f.growth_entries_per_s = shape.growth / span;
     f.growth_bytes_per_s = retained / span;
-    const double work_middle = work_begin + (work_end - work_begin) / 2;
-    bool late = work_at_(last) >= work_middle;
-    const double late_growth = value_at(by_work, work_end, initial) - value_at(by_work, work_middle, initial);
+    bool late = work_at_(last) >= work_begin + (work_end - work_begin) / 2;
     if (f.maxsize >= 0) {
         // An LRU with a maxsize evicts: its entry count, and so its memory, has a bound however
         // many keys it is fed, even when the run ends before it fills.
@@ -422,8 +420,8 @@ void PythonTracker::judge_cache(const Cache& c, std::vector<Step>& steps, const 
     } else if (shape.growing_quarters < kMinGrowingQuarters || !late) {
         f.reason = "filled early and then stopped growing (growth in " + std::to_string(shape.growing_quarters) +
                    " of 4 quarters of the run)";
-    } else if (late_growth < static_cast<double>(kMinLateCacheGrowthEntries)) {
-        f.reason = "filled early: " + std::to_string(std::llround(late_growth)) + " of its " +
+    } else if (shape.second_half_growth < static_cast<double>(kMinLateCacheGrowthEntries)) {
+        f.reason = "filled early: " + std::to_string(std::llround(shape.second_half_growth)) + " of its " +
                    std::to_string(static_cast<int64_t>(shape.growth)) +
                    " entries came in the second half of the run (new keys met late, not growth)";
     } else if (memory_unknown) {

@@ -37,6 +37,7 @@ struct Step {
 struct GrowthShape {
     int growing_quarters = 0;
     double growth = 0;
+    double second_half_growth = 0;  // of the growth, what the last two quarters added
 };
 GrowthShape quarters(const std::vector<Step>& steps, double initial, double begin, double end);
 // The steps with each time mapped to the program's work done by then (work_axis.h).

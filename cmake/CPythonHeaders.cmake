@@ -1,5 +1,5 @@
 # Finds the headers of every CPython growtrace can read (3.10 to 3.13 today). The preload library's
-# per-version layouts (preload/python/cpython/version_3XX.cpp) and the agent's per-version
+# per-version layouts (preload/cpython/version_3XX.cpp) and the agent's per-version
 # builds (pyagent/) are compiled against them; a version whose headers are not found is left
 # out of this build, and a traced program running it gets native stacks only, with one line
 # saying so.
@@ -7,9 +7,9 @@
 # Looked for, first found: $GROWTRACE_CPYTHON_3XX_INCLUDE (a folder holding Python.h), pyenv's
 # builds ($PYENV_ROOT, ~/.pyenv, /root/.pyenv; newest patch release first), /usr/include.
 # Sets GROWTRACE_CPYTHON_MINORS (e.g. "10;11;12;13") and GROWTRACE_CPYTHON_INCLUDE_<minor>.
-# The versions growtrace knows are the ones with a layout file: preload/python/cpython/version_3XX.cpp.
-file(GLOB layout_files RELATIVE ${CMAKE_SOURCE_DIR}/preload/python/cpython
-     ${CMAKE_SOURCE_DIR}/preload/python/cpython/version_3[0-9]*.cpp)
+# The versions growtrace knows are the ones with a layout file: preload/cpython/version_3XX.cpp.
+file(GLOB layout_files RELATIVE ${CMAKE_SOURCE_DIR}/preload/cpython
+     ${CMAKE_SOURCE_DIR}/preload/cpython/version_3[0-9]*.cpp)
 set(GROWTRACE_CPYTHON_KNOWN_MINORS "")
 foreach(file ${layout_files})
   string(REGEX REPLACE "^version_3([0-9]+)\\.cpp$" "\\1" minor "${file}")

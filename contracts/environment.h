@@ -1,7 +1,7 @@
 // Every environment variable growtrace reads or writes, named once. The preload library reads
-// its configuration from them (preload/config.cpp), `growtrace run` writes them for the traced
+// its configuration from them (preload/support/config.cpp), `growtrace run` writes them for the traced
 // command (tools/cmd_run.cpp), the preload library passes the CPython agent's on across exec
-// (preload/exec_environment.cpp), and the agent's startup code reads and removes its own
+// (preload/intercept/exec_environment.cpp), and the agent's startup code reads and removes its own
 // (pyagent/startup/*.py, which cannot include this header: tests/unit/contracts_test.cpp fails
 // when a Python or shell file names a GROWTRACE_ variable missing from kVariables).
 // Header-only, no allocation: the preload library includes it.
@@ -11,7 +11,7 @@
 
 namespace growtrace::environment {
 
-// The tracer's configuration (preload/config.cpp).
+// The tracer's configuration (preload/support/config.cpp).
 inline constexpr char kOutput[] = "GROWTRACE_OUTPUT";
 inline constexpr char kFollowFork[] = "GROWTRACE_FOLLOW_FORK";
 inline constexpr char kFollowExec[] = "GROWTRACE_FOLLOW_EXEC";
@@ -21,7 +21,7 @@ inline constexpr char kTickMs[] = "GROWTRACE_TICK_MS";
 inline constexpr char kVerifyStacks[] = "GROWTRACE_VERIFY_STACKS";
 inline constexpr char kUnwind[] = "GROWTRACE_UNWIND";
 inline constexpr char kParentTrace[] = "GROWTRACE_PARENT_TRACE";
-// The images an exec'd image was launched through (preload/session.cpp, before_exec).
+// The images an exec'd image was launched through (preload/session/session.cpp, before_exec).
 inline constexpr char kLaunchers[] = "GROWTRACE_LAUNCHERS";
 inline constexpr char kLauncherArgumentSeparator = '\x1f';  // between one launcher's arguments
 inline constexpr char kLauncherSeparator[] = "\x1e";        // between launchers
@@ -38,7 +38,7 @@ inline constexpr char kPreload[] = "GROWTRACE_PRELOAD";
 inline constexpr char kPyagentDir[] = "GROWTRACE_PYAGENT_DIR";
 inline constexpr char kGdbLog[] = "GROWTRACE_GDB_LOG";
 inline constexpr char kTestCrash[] = "GROWTRACE_TEST_CRASH";
-// Set by the tests in a process they attach to (read by the library, preload/attach.cpp).
+// Set by the tests in a process they attach to (read by the library, preload/intercept/attach.cpp).
 inline constexpr char kTestAttachFail[] = "GROWTRACE_TEST_ATTACH_FAIL";
 // The scripts of tools/ and the Python tests.
 inline constexpr char kBuildDir[] = "GROWTRACE_BUILD_DIR";
@@ -68,7 +68,7 @@ inline constexpr Variable kVariables[] = {
     {kTickMs, "period of time marks and flushes, 10-10000 ms (default 100)", "the user, tests", "preload", false},
     {kUnwind,
      "libunwind: every native stack unwound by libunwind, without the tracer's table of unwind rules "
-     "(preload/cfi_unwinder.h; for comparisons)",
+     "(preload/capture/cfi_unwinder.h; for comparisons)",
      "the user, benchmarks, tests", "preload (unwinder.cpp)", false},
     {kVerifyStacks, "1: each Python stack captured is also walked whole, differences logged at the end",
      "tests", "preload", false},

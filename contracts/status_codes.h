@@ -1,6 +1,6 @@
 // The numbers growtrace's parts answer each other with: the `growtrace` command's exit status
 // (scripts and CI read it) and the return values of the attach entry points that
-// `growtrace attach` calls through gdb (preload/attach.cpp answers, tools/attach/ reads).
+// `growtrace attach` calls through gdb (preload/intercept/attach.cpp answers, tools/attach/ reads).
 // Header-only and free of the standard library's heavier parts: the preload library includes it.
 #pragma once
 
@@ -19,7 +19,7 @@ inline constexpr int kExitCommandFailed = 4;
 // A command killed by signal N is reported as kExitSignalBase + N, as shells do.
 inline constexpr int kExitSignalBase = 128;
 
-// --- return values of the attach entry points (preload/attach.h) ---
+// --- return values of the attach entry points (preload/intercept/attach.h) ---
 namespace attach_status {
 
 // growtrace_attach_start / growtrace_attach_start_sampled: > 0 is the number of call sites

@@ -3,7 +3,7 @@
 //
 // Starts and stops tracing a running process. gdb loads libgrowtrace.so into the process
 // (dlopen, or glibc's __libc_dlopen_mode when dlopen cannot be named) and calls the library's
-// growtrace_attach_start / growtrace_attach_stop (preload/attach.h). The trace is an ordinary
+// growtrace_attach_start / growtrace_attach_stop (preload/intercept/attach.h). The trace is an ordinary
 // .gtrace file that `growtrace analyze` reads.
 //
 // attach stays in the foreground until --duration elapses, Ctrl-C / SIGTERM, the process exits

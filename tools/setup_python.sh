@@ -117,8 +117,8 @@ if ((!others)); then
     echo "$repo/.venv/bin/python"
     exit 0
 fi
-# The other versions growtrace reads: those with a layout file (preload/python/cpython/).
-for layout in "$repo"/preload/python/cpython/version_3*.cpp; do
+# The other versions growtrace reads: those with a layout file (preload/cpython/).
+for layout in "$repo"/preload/cpython/version_3*.cpp; do
     minor="${layout##*/version_3}"
     minor="${minor%.cpp}"
     [[ $minor == 11 ]] && continue

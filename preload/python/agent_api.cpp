@@ -10,13 +10,15 @@
 #include <cstring>
 
 #include "contracts/growtrace_py_api.h"
-#include "preload/clock.h"
-#include "preload/python/cpython/checked_read.h"
-#include "preload/python/cpython/interpreter.h"
+#include "preload/support/clock.h"
+#include "preload/cpython/checked_read.h"
+#include "preload/cpython/interpreter.h"
 #include "preload/python/python_allocator.h"
-#include "preload/recorder.h"
-#include "preload/recursion_guard.h"
-#include "preload/writer.h"
+#include "preload/python/walk_request.h"
+#include "preload/record/recorder.h"
+#include "preload/session/session.h"
+#include "preload/support/recursion_guard.h"
+#include "preload/write/writer.h"
 
 namespace growtrace::preload::python {
 namespace {
@@ -166,8 +168,7 @@ void container_walk(uint32_t flags, uint64_t walk_ns, const growtrace_py_contain
 
 // The agent's request for its next walk: called on the main thread, holding the GIL, from an
 // allocation hook (it must not allocate: it only queues a pending call).
-void (*volatile g_tick)(void) = nullptr;
-void set_tick(void (*tick)(void)) { g_tick = tick; }
+void set_tick(void (*tick)(void)) { set_walk_tick(tick); }
 
 int own_work(int on) {
     const bool was = t_in_tracer;
@@ -182,6 +183,7 @@ void process_exiting() {
     pthread_mutex_lock(&g_caches_mutex);
     g_caches_frozen = true;
     pthread_mutex_unlock(&g_caches_mutex);
+    stop_walks();
     g_session.program_exiting();
 }
 
@@ -235,31 +237,18 @@ void poll_cache_sizes(void (*sink)(const RecordEncoder&), bool every_cache) {
         ids[changed] = c.id;
         entries[changed++] = now;
     }
-    const bool frozen = g_caches_frozen;
     pthread_mutex_unlock(&g_caches_mutex);
-    if (g_tick && !frozen) g_walk_wanted.store(true, std::memory_order_relaxed);
+    want_walk();
     if (!changed) return;
     rec.varint(ticks).varint(changed);
     for (uint64_t i = 0; i < changed; ++i) rec.varint(ids[i]).svarint(entries[i]);
     sink(rec);
 }
 
-std::atomic<bool> g_walk_wanted{false};
-
-// Only the main thread: a pending call reaches the evaluation loop at once only when the main
-// thread queues it (CPython 3.10 to 3.12 compute the "break in" flag for the calling thread).
-void request_walk() {
-    static thread_local int8_t is_main = -1;
-    if (is_main < 0) is_main = syscall(SYS_gettid) == getpid();
-    if (!is_main) return;
-    g_walk_wanted.store(false, std::memory_order_relaxed);
-    RecursionGuard guard;
-    if (void (*tick)(void) = g_tick; tick && !g_caches_frozen) tick();
-}
-
 void forget_caches() {
     g_cache_count = 0;
     g_caches_frozen = false;
+    allow_walks();
     pthread_mutex_init(&g_caches_mutex, nullptr);
 }
 

@@ -3,8 +3,6 @@
 // announced.
 #pragma once
 
-#include <atomic>
-
 #include "format/record_encoder.h"
 
 namespace growtrace::preload::python {
@@ -18,10 +16,5 @@ void poll_cache_sizes(void (*sink)(const format::RecordEncoder&), bool every_cac
 
 // Forget announced caches (forked child: the agent re-announces them).
 void forget_caches();
-// The agent's container walks (docs/containers.md): the writer's tick sets g_walk_wanted, and the
-// next Python allocation on the main thread (which holds the GIL) calls request_walk(), which
-// hands the agent's tick a thread where Py_AddPendingCall reaches the evaluation loop.
-extern std::atomic<bool> g_walk_wanted;
-void request_walk();
 
 }  // namespace growtrace::preload::python

@@ -13,12 +13,12 @@
 
 #include "contracts/status_codes.h"
 #include "contracts/growtrace_py_api.h"
-#include "preload/log.h"
-#include "preload/python/cpython/interpreter.h"
+#include "preload/support/log.h"
+#include "preload/cpython/interpreter.h"
 #include "preload/python/python_allocator.h"
-#include "preload/python/python_frames.h"
-#include "preload/recursion_guard.h"
-#include "preload/tracer_thread.h"
+#include "preload/cpython/python_frames.h"
+#include "preload/support/recursion_guard.h"
+#include "preload/support/tracer_thread.h"
 
 extern "C" const growtrace_py_api* growtrace_py_get_api(uint32_t min_version);
 

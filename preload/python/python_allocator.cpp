@@ -6,12 +6,12 @@
 #include <atomic>
 #include <cstring>
 
-#include "preload/python/agent_api.h"
-#include "preload/python/cpython/checked_read.h"
-#include "preload/python/python_frames.h"
-#include "preload/recorder.h"
-#include "preload/recursion_guard.h"
-#include "preload/sampler.h"
+#include "preload/python/walk_request.h"
+#include "preload/cpython/checked_read.h"
+#include "preload/cpython/python_frames.h"
+#include "preload/record/recorder.h"
+#include "preload/support/recursion_guard.h"
+#include "preload/record/sampler.h"
 
 namespace growtrace::preload::python {
 namespace {
@@ -82,7 +82,7 @@ void route_debug_malloc_stats() {
 
 // The original allocator may itself call malloc (pymalloc does for large blocks): the guard
 // keeps that inner call from being recorded a second time.
-// Sampled mode: `sample` counts the bytes once and decides (preload/sampler.h).
+// Sampled mode: `sample` counts the bytes once and decides (preload/record/sampler.h).
 void* hooked_malloc(void* ctx, size_t size) {
     MemAllocator& o = original(ctx);
     if (g_route_pending.load(std::memory_order_relaxed) && !t_in_tracer) [[unlikely]]

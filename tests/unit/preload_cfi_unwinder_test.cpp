@@ -1,4 +1,4 @@
-// The tracer's own stack walk (preload/cfi_unwinder.h) against libunwind's unw_backtrace, the
+// The tracer's own stack walk (preload/capture/cfi_unwinder.h) against libunwind's unw_backtrace, the
 // reference it must equal frame for frame, on stacks of every shape the rules allow: deep
 // recursion, frames addressed from rbp (alloca), frame-pointer code, threads; and the walk's
 // memo of the previous stack, which must never hand out a stack that is not the current one.
@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "preload/call_frame_info.h"
-#include "preload/cfi_unwinder.h"
+#include "preload/capture/call_frame_info.h"
+#include "preload/capture/cfi_unwinder.h"
 
 namespace growtrace::preload {
 namespace {

@@ -1,4 +1,4 @@
-// Checked reads (preload/python/cpython/checked_read.h): the library's reads of objects it did
+// Checked reads (preload/cpython/checked_read.h): the library's reads of objects it did
 // not allocate never fault; memory that cannot be read makes the read fail instead.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "preload/python/cpython/checked_read.h"
+#include "preload/cpython/checked_read.h"
 
 namespace growtrace::preload::python {
 namespace {

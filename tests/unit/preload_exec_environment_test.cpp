@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "preload/exec_environment.h"
+#include "preload/intercept/exec_environment.h"
 
 namespace growtrace::preload {
 namespace {

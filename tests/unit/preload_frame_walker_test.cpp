@@ -1,10 +1,10 @@
-// The Python frame walker's incremental capture (preload/python/cpython/frame_walker.h), run on
+// The Python frame walker's incremental capture (preload/cpython/frame_walker.h), run on
 // a stack of fake interpreter frames: whatever changed between two captures, the one that
 // confirms part of the remembered stack must give what a full walk gives.
 #include <gtest/gtest.h>
 #include <pthread.h>
 
-#include "preload/python/cpython/frame_walker.h"
+#include "preload/cpython/frame_walker.h"
 
 namespace growtrace::preload::python {
 

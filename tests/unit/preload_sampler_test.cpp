@@ -1,4 +1,4 @@
-// The sampler of sampled mode (preload/sampler.h), through the very functions the hooks call:
+// The sampler of sampled mode (preload/record/sampler.h), through the very functions the hooks call:
 // its sample points are a Poisson process over the bytes a thread allocates, so the weighted
 // samples estimate allocation counts and bytes without bias whatever the mix of sizes; the
 // set of live samples never lets the free hook miss one; a Python hook's bytes are counted once;
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "format/sampling.h"
-#include "preload/sampler.h"
+#include "preload/record/sampler.h"
 
 namespace growtrace::preload {
 namespace {

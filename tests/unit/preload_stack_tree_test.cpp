@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "preload/stack_tree.h"
+#include "preload/capture/stack_tree.h"
 
 namespace growtrace::preload {
 namespace {

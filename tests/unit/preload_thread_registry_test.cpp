@@ -1,6 +1,6 @@
 // The thread registry's epoch: a new trace (fork, attach) never waits for a thread that holds
 // its state, and records written for the earlier trace never reach the new one.
-#include "preload/thread_registry.h"
+#include "preload/record/thread_registry.h"
 
 #include <gtest/gtest.h>
 
@@ -10,15 +10,13 @@
 #include <cstring>
 #include <thread>
 
-#include "preload/clock.h"
-#include "preload/session.h"
+#include "preload/support/clock.h"
+#include "preload/support/trace_state.h"
 
 namespace growtrace::preload {
 
 // What the registry calls in the rest of the library, which this test leaves out.
-constinit TraceSession g_session;
 __thread bool t_in_tracer __attribute__((tls_model("initial-exec"))) = false;
-void writer_note_main_thread_ended() {}
 void unwinder_close_for_fork() {}
 void unwinder_wait_for(const std::atomic<int>&) {}
 void unwinder_open_after_fork() {}

@@ -23,9 +23,9 @@
 #include "format/record_encoder.h"
 #include "format/trace_format.h"
 #include "format/varint.h"
-#include "preload/event_merger.h"
-#include "preload/sampler.h"
-#include "preload/trace_compactor.h"
+#include "preload/write/event_merger.h"
+#include "preload/record/sampler.h"
+#include "preload/write/trace_compactor.h"
 #include "trace_builder.h"
 
 namespace growtrace::preload {
@@ -33,7 +33,7 @@ namespace {
 
 using format::RecordKind;
 
-// Builds a buffer of thread runs the way preload/recorder.cpp does: a Thread record, then events
+// Builds a buffer of thread runs the way preload/record/recorder.cpp does: a Thread record, then events
 // whose ticks and addresses are deltas from the previous event of the run (address from 0).
 class RunBuilder {
 public:

@@ -81,7 +81,7 @@ std::variant<Started, std::string> inject(int pid, const std::string& library, c
          loaded_function("int(*)(const char*, unsigned long long)", "growtrace_attach_start_sampled",
                          fmt::format("{}, {}ULL", c_string_literal(output), sample_bytes)),
          false, ""},
-        // A start that failed left nothing running, pointed to or open (preload/attach.cpp):
+        // A start that failed left nothing running, pointed to or open (preload/intercept/attach.cpp):
         // what was loaded is unloaded, with the call that loaded it.
         {"unload", {"(int)dlclose((void*)$gt_load)", "(int)__libc_dlclose((void*)$gt_load)"}, false, "start"}};
     GdbResult r = run_gdb(pid, calls, "loading the tracer", wait_seconds);

@@ -1,6 +1,6 @@
 // The calls `growtrace attach` and `detach` make in the process through gdb: load
 // libgrowtrace.so, hand it the CPython agent's paths, start and stop tracing
-// (preload/attach.h), and what their answers (contracts/status_codes.h) mean.
+// (preload/intercept/attach.h), and what their answers (contracts/status_codes.h) mean.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The tracer's writer thread does not show through CPython 3.12+'s warning at os.fork() in a
-// process with more than one thread (preload/python/fork_check.h): a program of one thread
+// process with more than one thread (preload/cpython/fork_check.h): a program of one thread
 // that forks prints the same traced and untraced, with the warning shown (-W always) or made
 // an error (-W error::DeprecationWarning), and its trace loses nothing made while the writer
 // was away; a program with a thread of its own is warned traced as untraced.

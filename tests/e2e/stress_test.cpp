@@ -441,7 +441,7 @@ TEST(Stress, ProgramSeesTheSameDescriptorsTraced) {
 
 // Not even for the moment an open lasts: with a block written every 10 ms, a thread that looks
 // at every number over and over finds none of the tracer's (its file work has a descriptor
-// table of its own, preload/file_thread.h).
+// table of its own, preload/support/file_thread.h).
 TEST(Stress, ATracerDescriptorIsNeverInTheProgramsTableEvenForAMoment) {
     ScratchDir dir;
     ProcessResult plain = untraced({"fd-watch", "1500"});

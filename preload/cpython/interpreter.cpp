@@ -196,7 +196,7 @@ bool read_ready_class_names(const void* type, ClassNames& out) {
     if (!type || !(field<unsigned long>(type, l.type_flags) & l.heap_type_flag)) return false;
     // The flag alone does not make the object a PyHeapTypeObject: Cython sets it on its static
     // types for the time PyType_Ready runs, and the heap type's fields would then be read from
-    // whatever follows the static type in memory (issue #29: `import grpc`). A real heap type
+    // whatever follows the static type in memory (grpcio does so: `import grpc`). A real heap type
     // (type(), PyType_FromSpec*) has its slot tables inside itself; only then are its heap
     // fields there to read.
     const char* own_tables = static_cast<const char*>(type) + l.heap_type_as_number;

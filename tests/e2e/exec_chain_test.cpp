@@ -1,4 +1,4 @@
-// An exec chain is one program (#26): `growtrace run` through launchers (a pyenv shim, `sh -c`,
+// An exec chain is one program: `growtrace run` through launchers (a pyenv shim, `sh -c`,
 // `env`) leaves the program's trace under the name -o gave, the launchers named in it, and no
 // traces of the helpers that allocated little (subshells, `uname`); analyze reports on the
 // program and says which launchers it went through. Forked workers keep their traces.

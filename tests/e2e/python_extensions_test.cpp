@@ -1,4 +1,4 @@
-// The tracer never crashes the program (issue #29): classes made the ways C extensions and
+// The tracer never crashes the program: classes made the ways C extensions and
 // Cython make them, and the compiled extension packages users load most, run under `growtrace
 // run`, in full and sampled (--sample 512K), with the exit status and standard output they have
 // untraced, on every CPython version growtrace reads. The library's PyType_Ready hook reads
@@ -53,7 +53,7 @@ class OddTypes : public ::testing::TestWithParam<PythonUnderTest> {};
 // readable page), a plain static type, one without tp_name, PyType_FromSpec types with and
 // without a module, and heap types built by hand without names or with a qualname that is not
 // a str. Each is made ready, used, subclassed by Python and used as a cache key. Also run with
-// --no-python-objects, as the issue's report did.
+// --no-python-objects, where the crash was first seen.
 TEST_P(OddTypes, ClassesMadeLikeCExtensionsAndCythonRunAsUntraced) {
     const PythonUnderTest& py = GetParam();
     GT_SKIP_UNLESS_INSTALLED(py, false);

@@ -291,7 +291,7 @@ TEST_P(StackCapture, EveryIncrementalCaptureEqualsAFullWalk) {
 
 INSTANTIATE_TEST_SUITE_P(Interpreters, StackCapture, ::testing::ValuesIn(pythons_under_test()), python_test_name);
 
-// A method memoized with lru_cache(maxsize=4096), fed ever-new keys (issue #25): the report
+// A method memoized with lru_cache(maxsize=4096), fed ever-new keys: the report
 // calls the cache bounded and must not, in the same breath, call the memory made at the
 // method's own line unbounded growth. What the trace holds alive at that line is what the
 // cache keeps (about two blocks per entry), the same after 30,000 requests as after 120,000.

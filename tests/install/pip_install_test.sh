@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pip (#26 item 2): a wheel built from this tree (`pip wheel`, scikit-build-core driving the same
+# pip: a wheel built from this tree (`pip wheel`, scikit-build-core driving the same
 # CMake build) and `pip install <tree>` each go into a fresh venv of BASE_PYTHON; then that
 # venv's `growtrace`, in a clean environment that names nothing of the build tree, must find
 # a growing lru_cache in `python app.py` and a growing native program.

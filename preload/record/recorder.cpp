@@ -20,7 +20,6 @@
 namespace growtrace::preload {
 
 constinit StackTree g_stack_tree;
-__thread bool t_in_tracer __attribute__((tls_model("initial-exec"))) = false;
 
 namespace {
 

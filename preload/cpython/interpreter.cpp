@@ -14,13 +14,14 @@
 
 namespace growtrace::preload::python {
 
+bool g_present = false;
+
 ThreadStateAccess g_thread_state_access;
 
 namespace {
 
 Interpreter g_interpreter;
 bool g_probed = false;
-bool g_present = false;
 
 // Py_TPFLAGS_UNICODE_SUBCLASS and Py_TPFLAGS_TYPE_SUBCLASS: the same bits in every version
 // (PyUnicode_Check and PyType_Check test them).
@@ -118,7 +119,6 @@ bool probe() {
     return g_present;
 }
 
-bool present() { return g_present; }
 
 bool initialized() { return g_present && g_interpreter.api.is_initialized(); }
 

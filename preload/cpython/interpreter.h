@@ -76,7 +76,9 @@ struct Interpreter {
 // growtrace reads; for a CPython it cannot read (another version, a free-threaded build, a
 // build whose structures differ from the headers'), says once on stderr what is missing.
 bool probe();
-bool present();
+// Inline: every native allocation asks (CapturedStack::capture), most in programs without one.
+extern bool g_present;
+inline bool present() { return g_present; }
 // Py_IsInitialized(), false where there is no supported CPython.
 bool initialized();
 // Valid while present().

@@ -245,7 +245,7 @@ struct CapturedStack {
             memmove(ips, ips + skip, sizeof(uint64_t) * static_cast<size_t>(depth - skip));
             depth -= skip;
         }
-        py_count = python::capture(py, python::kMaxPythonFrames);
+        py_count = python::present() ? python::capture(py, python::kMaxPythonFrames) : 0;
         if (py_count) extension().interpreter_frames_seen();
     }
 

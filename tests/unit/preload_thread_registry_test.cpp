@@ -21,7 +21,7 @@ void unwinder_close_for_fork() {}
 void unwinder_wait_for(const std::atomic<int>&) {}
 void unwinder_open_after_fork() {}
 namespace python {
-bool present() { return false; }
+bool g_present = false;
 }  // namespace python
 
 namespace {

@@ -86,144 +86,57 @@ inline constexpr uint32_t block_header_size(uint32_t version) {
 // without limit.
 inline constexpr uint32_t kMaxBlockSize = 64u << 20;
 
-// Record kinds. Values are never reused; new kinds are only ever added.
-// "varint" = unsigned LEB128; "svarint" = zigzag-encoded signed LEB128;
-// "string" = varint length + bytes (no terminator).
+// Record kinds. Values are never reused; new kinds are only ever added. Each kind's fields are
+// defined once, in format/records.h (records::<the kind's name>: a struct and its field list);
+// docs/trace-format.md ("Records") describes them with the same names.
 enum class RecordKind : uint8_t {
-    // Process identity, first record of every trace.
-    //   varint pid, varint ppid, varint start_ticks, varint start_monotonic_ns,
-    //   varint start_realtime_ns, string exe, string cmdline (arguments joined by '\0'),
-    //   string parent_trace (empty unless this trace was started by fork or exec)
-    Process = 0x01,
-    // A loaded object.  varint base (load bias), string path, string build_id (raw bytes),
-    //   varint segment_count, then per executable PT_LOAD segment: varint start, varint size
-    //   (absolute addresses in the traced process).
-    Module = 0x02,
-    // Module list changed (dlclose). varint ticks. The modules that follow replace the set.
-    ModulesReset = 0x03,
-    // Following event records belong to this thread.   varint tid, varint base_ticks
-    // Event ticks are deltas from the previous event of the same run (starting at base_ticks);
-    // event addresses are zigzag deltas from the previous address of the same run (from 0).
+    Process = 0x01,       // process identity, first record of every trace
+    Module = 0x02,        // a loaded object and its executable segments
+    ModulesReset = 0x03,  // module list changed (dlclose): the modules that follow replace the set
+    // Following event records belong to this thread: a run. Event ticks are deltas from the
+    // previous event of the same run (starting at base_ticks); event addresses are zigzag
+    // deltas from the previous address of the same run (from 0).
     Thread = 0x04,
-    // Stack tree node. varint id, varint parent_id (0 = root), varint ip.
-    // A native ip is a return address (the analyzer looks up ip - 1) except for the innermost
-    // frame; a Python frame has ip = PyFrame id (see PyFrame) with the tag bit kPythonFrameTag.
-    StackNode = 0x05,
-    // A Python source location used in stacks. varint id, string file, string function,
-    //   varint line.
-    PyFrame = 0x06,
-    // Thread name.  varint tid, string name
-    ThreadName = 0x07,
-    // The run's clock moved (v2).  svarint dticks from the run's current ticks. Compact events
-    // happened at the run's current ticks; thread events with their own dticks (0x30-0x32)
-    // are relative to it and move it.
+    StackNode = 0x05,   // stack tree node (a Python frame's ip carries kPythonFrameTag)
+    PyFrame = 0x06,     // a Python source location used in stacks
+    ThreadName = 0x07,  // thread name
+    // The run's clock moved (v2). Compact events happened at the run's current ticks; thread
+    // events with their own dticks (0x30-0x32, 0x35, 0x36) are relative to it and move it.
     Time = 0x08,
 
-    // Allocation. svarint dticks, varint size, svarint daddr, varint stack_id
-    Alloc = 0x10,
-    // Free. svarint dticks, svarint daddr
-    Free = 0x11,
-    // Allocation (v2): varint size, varint stack_id. The n-th AllocCompact of the file (from 1)
-    // is allocation n.
-    AllocCompact = 0x12,
-    // Free (v2): varint age = (number of AllocCompact records so far) - n, for allocation n.
-    FreeCompact = 0x13,
+    Alloc = 0x10,         // allocation (v1), ticks and address as run deltas
+    Free = 0x11,          // free (v1)
+    AllocCompact = 0x12,  // allocation (v2): the n-th AllocCompact of the file (from 1) is allocation n
+    FreeCompact = 0x13,   // free (v2) of allocation (AllocCompact records so far) - age
 
-    // Periodic time mark from the tracer's writer thread.
-    //   varint ticks, varint monotonic_ns, varint rss_bytes
-    TimeMark = 0x20,
-    // Normal end of trace. varint ticks, varint monotonic_ns
-    End = 0x21,
-    // This process forked; the child traces to its own file.  varint child_pid, string path
-    Fork = 0x22,
-    // This process is about to exec; the new image traces to its own file. string path
-    Exec = 0x23,
-    // The tracer stopped or lost data.  varint ticks, string message
-    TracerError = 0x24,
-    // The program began to exit (for CPython: its last atexit callback, before the interpreter
-    // frees modules and caches). varint ticks. Frees after it are shutdown work: the analyzer
-    // measures what the program retained at this point.
+    TimeMark = 0x20,     // periodic time mark from the tracer's writer thread
+    End = 0x21,          // normal end of trace
+    Fork = 0x22,         // this process forked; the child traces to its own file
+    Exec = 0x23,         // this process is about to exec; the new image traces to its own file
+    TracerError = 0x24,  // the tracer stopped or lost data
+    // The program began to exit (for CPython: its last atexit callback). Frees after it are
+    // shutdown work: the analyzer measures what the program retained at this point.
     Exiting = 0x25,
-    // How allocations were recorded (v3), written right after the Process record.
-    //   varint mean_bytes_between_samples: 0 = every allocation; N = sampled by bytes with a
-    //   mean of N bytes between sample points: an allocation record of size s is a sample
-    //   that stands for 1/p allocations and s/p bytes, p = 1 - exp(-s/N). A size-0 allocation
-    //   record is not a sample (weight 0): a block followed for its free only (a class object
-    //   named by a TypeCreate).
+    // How allocations were recorded (v3), right after the Process record: 0 = every allocation,
+    // N = sampled by bytes (docs/trace-format.md, "Sampling").
     Sampling = 0x26,
-    // The ledger of a trace, written by the tracer just before End (added without a version
-    // change: a reader that does not know it skips it). What the hooks recorded, what the
-    // file holds, and why they differ (docs/trace-format.md, "Ledger"):
-    //   varint allocations_recorded, varint frees_recorded (committed by the hooks and handed
-    //   to the writer), varint allocations_written (AllocCompact records, with those a
-    //   ShortLivedSamples record counts), varint frees_written (FreeCompact, the same way),
-    //   varint live (allocations the tracer holds live at the end: allocations_written -
-    //   frees_written), varint weightless (size-0 allocations the writer added, see
-    //   Sampling), varint untraced_frees (frees that found no allocation: memory allocated
-    //   before tracing began or by a path the tracer does not see; not written), varint
-    //   inferred_frees (an address handed out again while the trace held it live: the old
-    //   block's free written then; included in frees_written), varint lost_events (events the
-    //   hooks could not record)
+    // The ledger of a trace, written just before End (added without a version change): what the
+    // hooks recorded, what the file holds, and why they differ (docs/trace-format.md, "Ledger").
     Ledger = 0x27,
 
-    // CPython records. CacheCreate, CacheInsert and TypeCreate are thread events: they belong
-    // to the current Thread run and start with svarint dticks like Alloc. Addresses are plain.
-    // A functools.lru_cache announced by the Python agent (a later one with the same cache_id
-    // replaces the earlier).
-    //   svarint dticks, varint cache_id, varint flags (GROWTRACE_PY_CACHE_* of contracts/growtrace_py_api.h),
-    //   svarint maxsize (-1 unbounded), varint wrapper_address, varint dict_address,
-    //   varint creation_stack_id (0 unknown), varint entries, string module, string qualname,
-    //   string creator_module, string creator_file, varint creator_line,
-    //   string bound_names ('\0'-separated)
-    CacheCreate = 0x30,
-    // A miss of a cache. The allocations of this thread between phase 0 and its end are the
-    // memory computed for the entry.
-    //   svarint dticks, varint phase (0 begin, 1 stored, 2 raised), varint cache_id,
-    //   varint insert_seq; phase 0: varint stack_id, varint entries_before, string key_desc,
-    //   varint n, n x varint key_type_address; phase 1/2: string value_type
-    CacheInsert = 0x31,
-    // A class created at run time.  svarint dticks, varint source (0 PyType_Ready hook,
-    //   1 agent gc scan), varint address, varint stack_id (0: use the allocation at address),
-    //   string module, string qualname, string metaclass; v2 appends varint type_allocation:
-    //   1 + age (as in FreeCompact) of the AllocCompact holding the class object, 0 unknown
-    TypeCreate = 0x32,
-    // Entry counts of caches, sampled by the writer.  varint ticks, varint count,
-    //   count x (varint cache_id, svarint entries); entries -1 = the cache was destroyed
-    CacheSize = 0x33,
-    // Version 4, sampled traces only: misses of caches with a maxsize (never findings) that
-    // the writer counted instead of writing them (docs/trace-format.md, "CacheMisses").
-    //   varint ticks, varint count, count x (varint cache_id, varint misses, varint stored,
-    //   varint first_ticks, varint last_ticks - first_ticks, varint first_entries_before,
-    //   varint last_entries_after, varint stacks, stacks x (varint stack_id step, varint misses)):
-    //   stack ids in increasing order, each the step from the previous one (the first from 0)
+    // CPython records (docs/cpython.md). CacheCreate, CacheInsert, TypeCreate, Collection and
+    // Container are thread events: they belong to the current Thread run and start with
+    // svarint dticks like Alloc. Addresses are plain.
+    CacheCreate = 0x30,  // a functools.lru_cache announced by the agent (a later one with the same id replaces it)
+    CacheInsert = 0x31,  // a miss of a cache: its begin, then its end
+    TypeCreate = 0x32,   // a class created at run time
+    CacheSize = 0x33,    // entry counts of caches, sampled by the writer
+    // Version 4, sampled traces only: misses of caches with a maxsize, counted instead of written.
     CacheMisses = 0x34,
-    // A collection of the CPython cyclic garbage collector, reported by the agent for the oldest
-    // generation (a full collection): a thread event of the collecting thread. The frees of this
-    // thread between its start and its stop are garbage being reclaimed.
-    //   svarint dticks, varint phase (0 start, 1 stop), varint generation,
-    //   varint flags (1: run by the agent at the shutdown mark)
-    Collection = 0x35,
-    // One container as one walk of the CPython agent over the program's containers found it
-    // (docs/containers.md): a thread event of the walking thread, one record per container.
-    // The allocations come first: the writer turns each block address the agent gave into
-    // 1 + the age (as in FreeCompact) of the live allocation starting there, 0 when none is
-    // traced (a sampled trace's unsampled block, a static object).
-    //   svarint dticks, varint n, n x varint allocation, varint walk_seq, varint flags (1 heap
-    //   pass, 2 the final walk at the shutdown mark), varint walk_ns, varint container_id,
-    //   varint kind (1 dict, 2 list, 3 set, 4 deque, 5 WeakValueDictionary, 6 WeakKeyDictionary,
-    //   7 WeakSet), varint entries, varint table (1-based index into the allocations, 0 none),
-    //   string name, string owner_type, string key_types, string value_types ('\0'-separated
-    //   type names of its newest entries), varint m, m x varint entry (1-based index)
-    Container = 0x36,
-    // Version 6, sampled traces only, outside thread runs: samples that were allocated and
-    // freed within one interval of 2^shift ticks, counted instead of written one by one
-    // (docs/trace-format.md, "ShortLivedSamples"). Interval i starts at first_ticks +
-    // i * 2^shift; intervals are aligned on the Process record's start_ticks.
-    //   varint last_ticks (the latest of their frees), varint shift, varint first_ticks,
-    //   varint intervals, intervals x (varint interval step, varint stacks, stacks x (varint
-    //   stack_id step, varint sizes, sizes x (varint size step, varint count))): intervals,
-    //   stack ids and sizes in increasing order, each the step from the previous one (the
-    //   first from 0)
+    Collection = 0x35,  // a full collection of the cyclic garbage collector starting or stopping
+    Container = 0x36,   // one container as one walk of the agent found it (docs/containers.md)
+    // Version 6, sampled traces only, outside thread runs: samples allocated and freed within one
+    // interval, counted instead of written one by one (docs/trace-format.md, "ShortLivedSamples").
     ShortLivedSamples = 0x37,
 };
 

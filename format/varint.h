@@ -9,10 +9,10 @@ namespace growtrace::format {
 
 inline constexpr size_t kMaxVarintBytes = 10;
 
-inline uint64_t zigzag_encode(int64_t v) {
+constexpr uint64_t zigzag_encode(int64_t v) {
     return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
 }
-inline int64_t zigzag_decode(uint64_t v) {
+constexpr int64_t zigzag_decode(uint64_t v) {
     return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
 }
 
@@ -26,7 +26,7 @@ inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
     return p;
 }
 
-inline size_t varint_size(uint64_t v) {
+constexpr size_t varint_size(uint64_t v) {
     size_t n = 1;
     while (v >= 0x80) {
         v >>= 7;

@@ -9,6 +9,7 @@
 #include "analyzer/read/trace_error.h"
 #include "analyzer/read/trace_reader.h"
 #include "contracts/environment.h"
+#include "format/record_codec.h"
 
 namespace growtrace {
 
@@ -34,32 +35,16 @@ std::string_view base_name(std::string_view path) {
     return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-// Reads a Process record's fields with the decoder's own cursor rules; the launchers field is
-// the one after parent_trace (absent in traces of older tracers).
-struct ProcessFields {
-    std::string exe;
-    std::string cmdline;
-    std::string launchers;
-};
+std::string_view text(format::Bytes b) { return b.size ? std::string_view(b.chars(), b.size) : std::string_view(); }
 
-bool read_string(format::Cursor& c, std::string& out) {
-    const uint8_t* data;
-    size_t size;
-    if (!c.bytes(data, size)) return false;
-    out.assign(reinterpret_cast<const char*>(data), size);
-    return true;
-}
-
-ProcessFields process_fields(const RawRecord& rec, const std::string& path) {
+// Reads a Process record through its definition (format/records.h). Unlike the decoder, which
+// ignores what it does not use, a launchers field that is there but damaged is an error here.
+format::records::Process process_fields(const RawRecord& rec, const std::string& path) {
     format::Cursor c(rec.data, rec.data + rec.size);
-    ProcessFields f;
-    uint64_t ignored;
-    std::string parent_trace;
-    for (int i = 0; i < 5; ++i)
-        if (!c.varint(ignored)) throw TraceError(fmt::format("corrupt trace {}: {}: Process record too short", path, describe_position(rec)));
-    if (!read_string(c, f.exe) || !read_string(c, f.cmdline) || !read_string(c, parent_trace))
+    format::records::Process f;
+    if (!format::decode(c, f))
         throw TraceError(fmt::format("corrupt trace {}: {}: Process record too short", path, describe_position(rec)));
-    if (c.remaining() > 0 && !read_string(c, f.launchers))
+    if (!f.has_launchers && !c.at_end())
         throw TraceError(fmt::format("corrupt trace {}: {}: launchers run past the record", path, describe_position(rec)));
     return f;
 }
@@ -81,10 +66,10 @@ ProgramChain read_program_chain(const std::string& path) {
     TraceReader reader(path);
     RawRecord rec;
     if (!reader.next(rec) || rec.kind != static_cast<uint8_t>(format::RecordKind::Process)) return chain;
-    ProcessFields f = process_fields(rec, path);
-    chain.program.exe = f.exe;
-    chain.program.argv = split(f.cmdline, '\0');
-    chain.launchers = parse_launchers(f.launchers);
+    const format::records::Process f = process_fields(rec, path);
+    chain.program.exe = text(f.exe);
+    chain.program.argv = split(text(f.cmdline), '\0');
+    chain.launchers = parse_launchers(text(f.launchers));
     return chain;
 }
 

@@ -70,18 +70,20 @@ private:
     void decode_alloc(const RawRecord& rec, format::Cursor& c);
     void decode_free(const RawRecord& rec, format::Cursor& c);
     void require_thread(const RawRecord& rec) const;
+    uint64_t advance_clock(int64_t dticks);
+    uint64_t allocation_named(uint64_t holder) const;
     bool decode_v2_event(const RawRecord& rec, format::Cursor& c);
     // False when the record is not of their family.
     bool decode_process_record(const RawRecord& rec, format::Cursor& c);
+    bool decode_trace_mark(const RawRecord& rec, format::Cursor& c);
     bool decode_python_record(const RawRecord& rec, format::Cursor& c);
     ThreadRecord enter_run(const RawRecord& rec, format::Cursor& c);
-    // The records with most fields, one each (the thread events among them move the run's clock).
-    ProcessRecord decode_process(const RawRecord& rec, format::Cursor& c);
-    ModuleRecord decode_module(const RawRecord& rec, format::Cursor& c);
+    // The thread events of the CPython agent, which move the run's clock.
     CacheCreateRecord decode_cache_create(const RawRecord& rec, format::Cursor& c);
     CacheInsertRecord decode_cache_insert(const RawRecord& rec, format::Cursor& c);
     TypeCreateRecord decode_type_create(const RawRecord& rec, format::Cursor& c);
     ContainerRecord decode_container(const RawRecord& rec, format::Cursor& c);
+    CollectionRecord decode_collection(const RawRecord& rec, format::Cursor& c);
 
     RecordVisitor& visitor_;
     bool saw_end_ = false;

@@ -1,11 +1,15 @@
-// Decoded trace records: plain structs, one per record kind of format/trace_format.h.
-// Event records (Alloc, Free) carry absolute ticks and addresses: the reader has already
-// applied the per-thread-run deltas.
+// Decoded trace records: plain structs, one per record kind of format/trace_format.h, as the
+// analyzer holds them: strings owned, lists as vectors. Event records (Alloc, Free) carry
+// absolute ticks and addresses: the reader has already applied the per-thread-run deltas.
+// Records of plain numbers that need no such work are the format's own definitions
+// (format/records.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "format/records.h"
 
 namespace growtrace {
 
@@ -32,14 +36,9 @@ struct ModuleRecord {
     std::vector<Segment> segments;  // executable PT_LOAD segments
 };
 
-struct ModulesResetRecord {
-    uint64_t ticks = 0;
-};
+using ModulesResetRecord = format::records::ModulesReset;
 
-struct ThreadRecord {
-    uint64_t tid = 0;
-    uint64_t base_ticks = 0;
-};
+using ThreadRecord = format::records::Thread;
 
 struct StackNodeRecord {
     uint64_t id = 0;
@@ -105,16 +104,9 @@ struct ShortLivedSamplesRecord {
     std::vector<ShortLivedGroup> groups;  // by interval, then stack, then size
 };
 
-struct TimeMarkRecord {
-    uint64_t ticks = 0;
-    uint64_t monotonic_ns = 0;
-    uint64_t rss_bytes = 0;
-};
+using TimeMarkRecord = format::records::TimeMark;
 
-struct EndRecord {
-    uint64_t ticks = 0;
-    uint64_t monotonic_ns = 0;
-};
+using EndRecord = format::records::End;
 
 struct ForkRecord {
     uint64_t child_pid = 0;
@@ -125,18 +117,8 @@ struct ExecRecord {
     std::string path;
 };
 
-// The tracer's ledger, at the end of a trace (format/trace_format.h, RecordKind::Ledger).
-struct LedgerRecord {
-    uint64_t allocations_recorded = 0;
-    uint64_t frees_recorded = 0;
-    uint64_t allocations_written = 0;
-    uint64_t frees_written = 0;
-    uint64_t live = 0;
-    uint64_t weightless = 0;
-    uint64_t untraced_frees = 0;
-    uint64_t inferred_frees = 0;
-    uint64_t lost_events = 0;
-};
+// The tracer's ledger, at the end of a trace (docs/trace-format.md, "Ledger").
+using LedgerRecord = format::records::Ledger;
 
 struct TracerErrorRecord {
     uint64_t ticks = 0;

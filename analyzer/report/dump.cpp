@@ -4,12 +4,15 @@
 
 #include "analyzer/read/record_decoder.h"
 #include "analyzer/read/trace_reader.h"
+#include "format/record_codec.h"
 
 namespace growtrace {
 
 namespace {
 
-std::string quoted(const std::string& s) {
+namespace records = format::records;
+
+std::string quoted(std::string_view s) {
     std::string out = "\"";
     for (unsigned char c : s) {
         if (c == '"' || c == '\\') out += fmt::format("\\{}", static_cast<char>(c));
@@ -25,17 +28,75 @@ std::string quoted_list(const std::vector<std::string>& items) {
     return fmt::format("{}", fmt::join(out, " "));
 }
 
-std::string hex(const std::string& bytes) {
+std::string hex(std::string_view bytes) {
     std::string out;
     for (unsigned char c : bytes) out += fmt::format("{:02x}", c);
     return out.empty() ? "-" : out;
+}
+
+// Prints a record's fields as ` name=value`, named and shown as its definition says: numbers in
+// decimal, addresses in hex, text quoted, raw bytes in hex.
+class FieldPrinter {
+public:
+    void varint(const char* name, uint64_t v, format::Shown shown) {
+        out += shown == format::Shown::Address ? fmt::format(" {}=0x{:x}", name, v) : fmt::format(" {}={}", name, v);
+    }
+    void svarint(const char* name, int64_t v) { out += fmt::format(" {}={}", name, v); }
+    void string(const char* name, format::Bytes b, format::Shown shown) {
+        const std::string_view bytes(b.size ? b.chars() : "", b.size);
+        out += fmt::format(" {}={}", name, shown == format::Shown::RawBytes ? hex(bytes) : quoted(bytes));
+    }
+    template <class Item>
+    void list(const char* name, const format::List<Item>& items, const format::ListRule&) {
+        out += fmt::format(" {}=[", name);
+        items.for_each([this](const Item& item) {
+            out += " {";
+            Item::fields(*this, item);
+            out += " }";
+        });
+        out += " ]";
+    }
+    void trailing_varint(const char* name, uint64_t v, bool present) {
+        if (present) varint(name, v, format::Shown::Number);
+    }
+    void trailing_string(const char* name, format::Bytes b, bool present) {
+        if (present) string(name, b, format::Shown::Text);
+    }
+    void require(bool, const char*) {}
+
+    std::string out;
+};
+
+// The kinds whose dump line is their fields as they are on disk, printed from their definitions.
+// The others show what the reader made of them (absolute ticks and addresses, allocation
+// numbers, argv, ...), through the visitor's typed callbacks.
+using PrintedAsWritten = records::KindList<records::ModulesReset, records::Thread, records::PyFrame, records::ThreadName,
+                                           records::TimeMark, records::End, records::Fork, records::Exec,
+                                           records::TracerError, records::Exiting, records::Ledger>;
+
+// The record's line, or nothing when its payload is malformed (the decoder then reports it).
+std::string printed_as_written(const RawRecord& raw) {
+    std::string line;
+    PrintedAsWritten::with_kind(raw.kind, [&](auto* kind) {
+        using R = std::remove_pointer_t<decltype(kind)>;
+        format::Cursor c(raw.data, raw.data + raw.size);
+        R r{};
+        if (!format::decode(c, r)) return;
+        FieldPrinter printer;
+        R::fields(printer, r);
+        line = R::kName + printer.out;
+    });
+    return line;
 }
 
 class DumpVisitor : public RecordVisitor {
 public:
     explicit DumpVisitor(std::ostream& out) : out_(out) {}
 
-    void on_record(const RawRecord& r) override { prefix_ = fmt::format("  +{:<8} ", r.record_offset); }
+    void on_record(const RawRecord& r) override {
+        prefix_ = fmt::format("  +{:<8} ", r.record_offset);
+        if (std::string printed = printed_as_written(r); !printed.empty()) line(printed);
+    }
     void on_process(const ProcessRecord& r) override {
         std::string argv;
         for (const auto& a : r.argv) argv += (argv.empty() ? "" : " ") + quoted(a);
@@ -50,18 +111,12 @@ public:
         line(fmt::format("Module base=0x{:x} path={} build_id={} segments={}{}", r.base, quoted(r.path), hex(r.build_id),
                          r.segments.size(), segs));
     }
-    void on_modules_reset(const ModulesResetRecord& r) override { line(fmt::format("ModulesReset ticks={}", r.ticks)); }
-    void on_thread(const ThreadRecord& r) override { line(fmt::format("Thread tid={} base_ticks={}", r.tid, r.base_ticks)); }
     void on_stack_node(const StackNodeRecord& r) override {
         if (r.ip & format::kPythonFrameTag)
             line(fmt::format("StackNode id={} parent={} python_frame={}", r.id, r.parent, r.ip & ~format::kPythonFrameTag));
         else
             line(fmt::format("StackNode id={} parent={} ip=0x{:x}", r.id, r.parent, r.ip));
     }
-    void on_py_frame(const PyFrameRecord& r) override {
-        line(fmt::format("PyFrame id={} file={} function={} line={}", r.id, quoted(r.file), quoted(r.function), r.line));
-    }
-    void on_thread_name(const ThreadNameRecord& r) override { line(fmt::format("ThreadName tid={} name={}", r.tid, quoted(r.name))); }
     void on_alloc(const AllocEvent& e) override {
         line(fmt::format("Alloc tid={} ticks={} size={} addr=0x{:x} stack={}", e.tid, e.ticks, e.size, e.addr, e.stack_id));
     }
@@ -80,22 +135,6 @@ public:
             groups.push_back(fmt::format("{}:stack={},size={}x{}", g.ticks, g.stack_id, g.size, g.count));
         line(fmt::format("ShortLivedSamples last_ticks={} interval={} ticks [{}]", r.last_ticks, uint64_t{1} << r.shift,
                          fmt::join(groups, " ")));
-    }
-    void on_time_mark(const TimeMarkRecord& r) override {
-        line(fmt::format("TimeMark ticks={} monotonic_ns={} rss_bytes={}", r.ticks, r.monotonic_ns, r.rss_bytes));
-    }
-    void on_end(const EndRecord& r) override { line(fmt::format("End ticks={} monotonic_ns={}", r.ticks, r.monotonic_ns)); }
-    void on_fork(const ForkRecord& r) override { line(fmt::format("Fork child_pid={} path={}", r.child_pid, quoted(r.path))); }
-    void on_exec(const ExecRecord& r) override { line(fmt::format("Exec path={}", quoted(r.path))); }
-    void on_tracer_error(const TracerErrorRecord& r) override {
-        line(fmt::format("TracerError ticks={} message={}", r.ticks, quoted(r.message)));
-    }
-    void on_exiting(uint64_t ticks) override { line(fmt::format("Exiting ticks={}", ticks)); }
-    void on_ledger(const LedgerRecord& r) override {
-        line(fmt::format("Ledger allocations_recorded={} frees_recorded={} allocations_written={} frees_written={} "
-                         "live={} weightless={} untraced_frees={} inferred_frees={} lost_events={}",
-                         r.allocations_recorded, r.frees_recorded, r.allocations_written, r.frees_written, r.live,
-                         r.weightless, r.untraced_frees, r.inferred_frees, r.lost_events));
     }
     void on_sampling(uint64_t mean_bytes) override {
         line(mean_bytes ? fmt::format("Sampling mean_bytes={} (every allocation record is a sample)", mean_bytes)

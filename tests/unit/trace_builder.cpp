@@ -36,92 +36,88 @@ TraceBuilder& TraceBuilder::raw_record(uint8_t kind, const std::vector<uint8_t>&
     return *this;
 }
 
+namespace {
+
+format::Bytes bytes_of(const std::string& s) { return format::Bytes(s.data(), s.size()); }
+
+}  // namespace
+
 TraceBuilder& TraceBuilder::process(uint64_t pid, uint64_t start_ticks, uint64_t start_ns,
                                     const std::string& exe, const std::string& cmdline) {
-    format::RecordEncoder e(format::RecordKind::Process);
-    e.varint(pid).varint(1).varint(start_ticks).varint(start_ns).varint(1700000000000000000ull);
-    e.string(exe.data(), exe.size()).string(cmdline.data(), cmdline.size()).string("");
-    return record(e);
+    format::records::Process r;
+    r.pid = pid;
+    r.ppid = 1;
+    r.start_ticks = start_ticks;
+    r.start_monotonic_ns = start_ns;
+    r.start_realtime_ns = 1700000000000000000ull;
+    r.exe = bytes_of(exe);
+    r.cmdline = bytes_of(cmdline);
+    return put(r);
 }
 
 TraceBuilder& TraceBuilder::module(uint64_t base, const std::string& path, const std::string& build_id,
                                    const std::vector<std::pair<uint64_t, uint64_t>>& segments) {
-    format::RecordEncoder e(format::RecordKind::Module);
-    e.varint(base).string(path.data(), path.size()).string(build_id.data(), build_id.size());
-    e.varint(segments.size());
-    for (auto [start, size] : segments) e.varint(start).varint(size);
-    return record(e);
+    std::vector<format::records::Segment> listed;
+    for (auto [start, size] : segments) listed.push_back({start, size});
+    format::records::Module r;
+    r.base = base;
+    r.path = bytes_of(path);
+    r.build_id = bytes_of(build_id);
+    r.segments = format::List<format::records::Segment>::of(listed.data(), listed.size());
+    return put(r);
 }
 
-TraceBuilder& TraceBuilder::modules_reset(uint64_t ticks) {
-    format::RecordEncoder e(format::RecordKind::ModulesReset);
-    return record(e.varint(ticks));
-}
+TraceBuilder& TraceBuilder::modules_reset(uint64_t ticks) { return put(format::records::ModulesReset{ticks}); }
 
 TraceBuilder& TraceBuilder::thread(uint64_t tid, uint64_t base_ticks) {
     run_ticks_ = base_ticks;
     run_addr_ = 0;
-    format::RecordEncoder e(format::RecordKind::Thread);
-    return record(e.varint(tid).varint(base_ticks));
+    return put(format::records::Thread{tid, base_ticks});
 }
 
 TraceBuilder& TraceBuilder::stack_node(uint64_t id, uint64_t parent, uint64_t ip) {
-    format::RecordEncoder e(format::RecordKind::StackNode);
-    return record(e.varint(id).varint(parent).varint(ip));
+    return put(format::records::StackNode{id, parent, ip});
 }
 
 TraceBuilder& TraceBuilder::py_frame(uint64_t id, const std::string& file, const std::string& function,
                                      uint64_t line) {
-    format::RecordEncoder e(format::RecordKind::PyFrame);
-    e.varint(id).string(file.data(), file.size()).string(function.data(), function.size()).varint(line);
-    return record(e);
+    return put(format::records::PyFrame{id, bytes_of(file), bytes_of(function), line});
 }
 
 TraceBuilder& TraceBuilder::thread_name(uint64_t tid, const std::string& name) {
-    format::RecordEncoder e(format::RecordKind::ThreadName);
-    return record(e.varint(tid).string(name.data(), name.size()));
+    return put(format::records::ThreadName{tid, bytes_of(name)});
 }
 
+// Ticks and addresses of a run's events are deltas from the run's previous event.
 TraceBuilder& TraceBuilder::alloc(uint64_t ticks, uint64_t size, uint64_t addr, uint64_t stack_id) {
-    format::RecordEncoder e(format::RecordKind::Alloc);
-    e.svarint(static_cast<int64_t>(ticks - run_ticks_)).varint(size);
-    e.svarint(static_cast<int64_t>(addr - run_addr_)).varint(stack_id);
+    format::records::Alloc r{static_cast<int64_t>(ticks - run_ticks_), size, static_cast<int64_t>(addr - run_addr_),
+                             stack_id};
     run_ticks_ = ticks;
     run_addr_ = addr;
-    return record(e);
+    return put(r);
 }
 
 TraceBuilder& TraceBuilder::free(uint64_t ticks, uint64_t addr) {
-    format::RecordEncoder e(format::RecordKind::Free);
-    e.svarint(static_cast<int64_t>(ticks - run_ticks_)).svarint(static_cast<int64_t>(addr - run_addr_));
+    format::records::Free r{static_cast<int64_t>(ticks - run_ticks_), static_cast<int64_t>(addr - run_addr_)};
     run_ticks_ = ticks;
     run_addr_ = addr;
-    return record(e);
+    return put(r);
 }
 
 TraceBuilder& TraceBuilder::time_mark(uint64_t ticks, uint64_t ns, uint64_t rss) {
-    format::RecordEncoder e(format::RecordKind::TimeMark);
-    return record(e.varint(ticks).varint(ns).varint(rss));
+    return put(format::records::TimeMark{ticks, ns, rss});
 }
 
-TraceBuilder& TraceBuilder::end(uint64_t ticks, uint64_t ns) {
-    format::RecordEncoder e(format::RecordKind::End);
-    return record(e.varint(ticks).varint(ns));
-}
+TraceBuilder& TraceBuilder::end(uint64_t ticks, uint64_t ns) { return put(format::records::End{ticks, ns}); }
 
 TraceBuilder& TraceBuilder::fork(uint64_t child_pid, const std::string& path) {
-    format::RecordEncoder e(format::RecordKind::Fork);
-    return record(e.varint(child_pid).string(path.data(), path.size()));
+    return put(format::records::Fork{child_pid, bytes_of(path)});
 }
 
-TraceBuilder& TraceBuilder::exec(const std::string& path) {
-    format::RecordEncoder e(format::RecordKind::Exec);
-    return record(e.string(path.data(), path.size()));
-}
+TraceBuilder& TraceBuilder::exec(const std::string& path) { return put(format::records::Exec{bytes_of(path)}); }
 
 TraceBuilder& TraceBuilder::tracer_error(uint64_t ticks, const std::string& message) {
-    format::RecordEncoder e(format::RecordKind::TracerError);
-    return record(e.varint(ticks).string(message.data(), message.size()));
+    return put(format::records::TracerError{ticks, bytes_of(message)});
 }
 
 TraceBuilder& TraceBuilder::end_block(format::Codec codec) {

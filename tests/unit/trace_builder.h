@@ -1,5 +1,5 @@
 // Builds synthetic trace files for tests: a file header followed by blocks of records encoded
-// with format::RecordEncoder, each block raw or zstd-compressed, in the layout of the version
+// through their definitions (format/records.h), each block raw or zstd-compressed, in the layout of the version
 // asked for (block checksums from version 3). Event helpers take absolute
 // ticks and addresses and write the per-run deltas the format uses.
 #pragma once
@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "format/record_codec.h"
 #include "format/record_encoder.h"
+#include "format/records.h"
 #include "format/trace_format.h"
 
 namespace growtrace::testing {
@@ -18,6 +20,13 @@ class TraceBuilder {
 public:
     // Appends an encoded record to the current block.
     TraceBuilder& record(const format::RecordEncoder& rec);
+    // Appends a record of any kind, as its definition encodes it (deltas, ages and steps as
+    // given: the helpers below work them out from absolute values).
+    template <class R>
+    TraceBuilder& put(const R& r) {
+        format::RecordEncoder rec(R::kKind);
+        return record(format::encode(rec, r));
+    }
     // Appends a record with an arbitrary kind byte and payload (unknown kinds, bad payloads).
     TraceBuilder& raw_record(uint8_t kind, const std::vector<uint8_t>& payload);
 

@@ -24,7 +24,21 @@ namespace growtrace::format {
 namespace codec_detail {
 
 // Writes each field into a RecordEncoder; optionally leaves out a thread event's leading dticks.
-class ToEncoder {
+// What every writer does alike: a trailing field is written when present, rules are the
+// reader's to check.
+template <class Writer>
+class WritesTrailingWhenPresent {
+public:
+    void trailing_varint(const char* name, uint64_t v, bool present) {
+        if (present) static_cast<Writer*>(this)->varint(name, v, Shown::Number);
+    }
+    void trailing_string(const char* name, Bytes b, bool present) {
+        if (present) static_cast<Writer*>(this)->string(name, b, Shown::Text);
+    }
+    void require(bool, const char*) {}
+};
+
+class ToEncoder : public WritesTrailingWhenPresent<ToEncoder> {
 public:
     ToEncoder(RecordEncoder& out, bool skip_leading_dticks) : out_(out), skip_(skip_leading_dticks) {}
 
@@ -46,13 +60,6 @@ public:
         out_.varint(items.size());
         items.for_each([this](const Item& item) { Item::fields(*this, item); });
     }
-    void trailing_varint(const char* name, uint64_t v, bool present) {
-        if (present) varint(name, v, Shown::Number);
-    }
-    void trailing_string(const char* name, Bytes b, bool present) {
-        if (present) string(name, b, Shown::Text);
-    }
-    void require(bool, const char*) {}
 
 private:
     RecordEncoder& out_;
@@ -60,7 +67,7 @@ private:
 };
 
 // Writes each field at a raw pointer; the caller has made room (record_size).
-class ToBytes {
+class ToBytes : public WritesTrailingWhenPresent<ToBytes> {
 public:
     explicit ToBytes(uint8_t* p) : p_(p) {}
 
@@ -76,13 +83,6 @@ public:
         p_ = put_varint(p_, items.size());
         items.for_each([this](const Item& item) { Item::fields(*this, item); });
     }
-    void trailing_varint(const char* name, uint64_t v, bool present) {
-        if (present) varint(name, v, Shown::Number);
-    }
-    void trailing_string(const char* name, Bytes b, bool present) {
-        if (present) string(name, b, Shown::Text);
-    }
-    void require(bool, const char*) {}
     uint8_t* end() const { return p_; }
 
 private:

@@ -1,11 +1,14 @@
 // Encoding and decoding of the records of format/records.h, all derived from their field lists:
 //   encode(RecordEncoder&, r)        into a RecordEncoder (bounded: strings are cut to fit)
 //   encode_after_dticks(enc, r)      the same without a thread event's leading dticks (the
-//                                    writer's thread-event path prepends it)
+//                                    writer's thread-event path prepends it); likewise
+//                                    put_payload_after_dticks(p, r) and decode_after_dticks(c, r)
 //   put_record(out, r)               kind + length + payload straight into out, which has
 //                                    record_size(r) bytes (kMaxRecordBytesOf<R> for records of
 //                                    varints only): no copy, no checks, for the hot path
 //   decode(Cursor&, r, why)          false on malformed input, `why` saying what was wrong
+//   read_trusted(p, r)               a record of varints only that this process wrote itself,
+//                                    read with no checks (the tracer's own buffers)
 // Header-only, no allocation, no exceptions: the preload library uses it inside its hooks.
 #pragma once
 
@@ -174,6 +177,34 @@ RecordEncoder& encode_after_dticks(RecordEncoder& enc, const R& r) {
     return enc;
 }
 
+namespace codec_detail {
+// Leaves out a thread event's leading dticks, writing the rest as Writer does.
+template <class Writer>
+class AfterDticks : public Writer {
+public:
+    using Writer::Writer;
+    void svarint(const char* name, int64_t v) {
+        if (skip_) skip_ = false;
+        else Writer::svarint(name, v);
+    }
+    void varint(const char* name, uint64_t v, Shown shown) {
+        skip_ = false;
+        Writer::varint(name, v, shown);
+    }
+
+private:
+    bool skip_ = true;
+};
+}  // namespace codec_detail
+
+// Writes r's fields after its leading dticks at p (a thread event's body); returns the end.
+template <class R>
+uint8_t* put_payload_after_dticks(uint8_t* p, const R& r) {
+    codec_detail::AfterDticks<codec_detail::ToBytes> to(p);
+    R::fields(to, r);
+    return to.end();
+}
+
 // Writes r's payload at p; returns the end. p has payload_size(r) bytes.
 template <class R>
 uint8_t* put_payload(uint8_t* p, const R& r) {
@@ -199,6 +230,48 @@ size_t put_record(uint8_t* out, const R& r) {
 }
 
 // --- decoding ---
+
+namespace codec_detail {
+
+// Reads each varint field from a raw pointer with no bounds check: for records a process reads
+// back from its own memory (the tracer's per-thread buffers, which hold nothing but what its
+// hooks encoded), never for a file. Records of varints only.
+class FromTrusted {
+public:
+    explicit FromTrusted(const uint8_t* p) : p_(p) {}
+
+    void varint(const char*, uint64_t& v, Shown) { v = take(); }
+    void svarint(const char*, int64_t& v) { v = zigzag_decode(take()); }
+    template <class T>
+    void string(const char*, T&, Shown) {
+        static_assert(sizeof(T) == 0, "read_trusted is for records of varints only");
+    }
+    template <class L, class Rule>
+    void list(const char*, L&, const Rule&) {
+        static_assert(sizeof(L) == 0, "read_trusted is for records of varints only");
+    }
+    const uint8_t* end() const { return p_; }
+
+private:
+    uint64_t take() {
+        uint64_t v = *p_ & 0x7fu;
+        for (unsigned shift = 7; *p_++ & 0x80; shift += 7) v |= uint64_t{*p_ & 0x7fu} << shift;
+        return v;
+    }
+    const uint8_t* p_;
+};
+
+}  // namespace codec_detail
+
+// Reads the payload at p of a record of varints only that this process wrote itself (no checks);
+// returns the end of what it read.
+template <class R>
+const uint8_t* read_trusted(const uint8_t* p, R& r) {
+    static_assert(kMaxPayloadBytesOf<R> != SIZE_MAX, "read_trusted is for records of varints only");
+    codec_detail::FromTrusted from(p);
+    R::fields(from, r);
+    return from.end();
+}
 
 inline constexpr const char* kShortPayload = "payload too short or malformed varint";
 inline constexpr const char* kStringPastEnd = "string runs past the end of the record";
@@ -244,6 +317,23 @@ private:
     const char* error_ = nullptr;
 };
 
+// The same for a thread event's body, which starts after the record's leading dticks.
+class FromCursorAfterDticks : public FromCursor {
+public:
+    using FromCursor::FromCursor;
+    void svarint(const char* name, int64_t& v) {
+        if (skip_) skip_ = false;
+        else FromCursor::svarint(name, v);
+    }
+    void varint(const char* name, uint64_t& v, Shown shown) {
+        skip_ = false;
+        FromCursor::varint(name, v, shown);
+    }
+
+private:
+    bool skip_ = true;
+};
+
 template <class Item>
 void FromCursor::list(const char*, List<Item>& items, const ListRule& rule) {
     uint64_t count = 0;
@@ -280,6 +370,14 @@ template <class R>
 bool decode(Cursor& c, R& r) {
     const char* why;
     return decode(c, r, why);
+}
+
+// Reads a thread event's body: r's fields after its leading dticks (left as it was in r).
+template <class R>
+bool decode_after_dticks(Cursor& c, R& r) {
+    codec_detail::FromCursorAfterDticks from(c);
+    R::fields(from, r);
+    return from.error() == nullptr;
 }
 
 // Walks the items, however the list was made. A decoded list's bytes were checked when it was

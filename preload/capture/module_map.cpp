@@ -9,6 +9,9 @@
 #include <atomic>
 #include <cstring>
 
+#include "format/record_codec.h"
+#include "format/records.h"
+
 namespace growtrace::preload {
 namespace {
 
@@ -79,26 +82,26 @@ int visit(dl_phdr_info* info, size_t, void* data) {
     if (!name || !*name) name = g_exe;
     if (strncmp(name, "linux-vdso", 10) == 0) return 0;
 
-    format::RecordEncoder rec(format::RecordKind::Module);
-    rec.varint(info->dlpi_addr).string(name);
     const uint8_t* build_id;
     size_t build_id_size;
     read_build_id(info, build_id, build_id_size);
-    rec.string(build_id, build_id_size);
-    int segments = 0;
-    for (int i = 0; i < info->dlpi_phnum; ++i)
-        if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X)) ++segments;
-    if (segments > kMaxSegments) segments = kMaxSegments;
-    rec.varint(segments);
-    for (int i = 0, written = 0; i < info->dlpi_phnum && written < segments; ++i) {
+    format::records::Segment segments[kMaxSegments];
+    size_t count = 0;
+    for (int i = 0; i < info->dlpi_phnum && count < kMaxSegments; ++i) {
         const auto& ph = info->dlpi_phdr[i];
         if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
         uint64_t begin = info->dlpi_addr + ph.p_vaddr;
-        rec.varint(begin).varint(ph.p_memsz);
+        segments[count++] = {begin, ph.p_memsz};
         Ranges* r = state->ranges;
         if (r->count < kMaxModules * kMaxSegments) r->range[r->count++] = {begin, begin + ph.p_memsz};
-        ++written;
     }
+    format::records::Module module;
+    module.base = info->dlpi_addr;
+    module.path = format::Bytes::of(name);
+    module.build_id = format::Bytes(build_id, build_id_size);
+    module.segments = format::List<format::records::Segment>::of(segments, count);
+    format::RecordEncoder rec(format::records::Module::kKind);
+    format::encode(rec, module);
 
     uint64_t key = hash_name(name);
     for (int i = 0; i < g_known_count; ++i)
@@ -148,8 +151,8 @@ void module_map_scan(RecordSink sink, bool force) {
             module_map_program_path();
             if (unloaded) {
                 g_known_count = 0;
-                format::RecordEncoder reset(format::RecordKind::ModulesReset);
-                sink(reset.varint(0));
+                format::RecordEncoder reset(format::records::ModulesReset::kKind);
+                sink(format::encode(reset, format::records::ModulesReset{0}));
             }
             dl_iterate_phdr(visit, state);
             // Two arrays in rotation. A reader racing with the reuse of the old one can get a

@@ -116,13 +116,12 @@ uint32_t intern(const FrameRef& frame, LocationMemo& memo, bool& created) {
     return id;
 }
 
-void encode_frame(uint32_t id, const FrameRef& frame, format::RecordEncoder& out) {
+format::records::PyFrame frame_record(uint32_t id, const FrameRef& frame) {
     size_t file_size, name_size;
     const char* file = text_of(field<Object*>(frame.code, layout().code_filename), file_size);
     const char* name = text_of(field<Object*>(frame.code, layout().code_function), name_size);
     int line = line_of(frame);
-    out.varint(id).string(file, file_size).string(name, name_size);
-    out.varint(line > 0 ? static_cast<uint64_t>(line) : 0);
+    return {id, format::Bytes(file, file_size), format::Bytes(name, name_size), line > 0 ? static_cast<uint64_t>(line) : 0};
 }
 
 void release() {

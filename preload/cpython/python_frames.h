@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "format/record_encoder.h"
+#include "format/records.h"
 #include "preload/cpython/frames.h"
 #include "preload/cpython/interpreter.h"
 #include "preload/capture/stack_tree.h"
@@ -46,8 +46,9 @@ bool is_eval_frame(uint64_t ip);
 // Id of a frame location; `created` when the caller must write the PyFrame record.
 uint32_t intern(const FrameRef& frame, LocationMemo& memo, bool& created);
 
-// Encodes the PyFrame record for a newly interned location.
-void encode_frame(uint32_t id, const FrameRef& frame, format::RecordEncoder& out);
+// The PyFrame record of a newly interned location (its strings are the code object's, alive
+// while the frame runs).
+format::records::PyFrame frame_record(uint32_t id, const FrameRef& frame);
 
 // Forget ids (forked child, new attach).
 void reset();

@@ -10,6 +10,8 @@
 #include <cstring>
 
 #include "contracts/growtrace_py_api.h"
+#include "format/record_codec.h"
+#include "format/records.h"
 #include "preload/support/clock.h"
 #include "preload/cpython/checked_read.h"
 #include "preload/cpython/interpreter.h"
@@ -23,8 +25,9 @@
 namespace growtrace::preload::python {
 namespace {
 
+using format::Bytes;
 using format::RecordEncoder;
-using format::RecordKind;
+namespace records = format::records;
 
 // Address range of the agent's extension, whose frames are dropped from the stacks it asks for.
 uint64_t g_agent_begin = 0, g_agent_end = 0;
@@ -62,7 +65,44 @@ int find_agent(dl_phdr_info* info, size_t, void* data) {
     return 1;
 }
 
-void emit(RecordKind kind, const RecordEncoder& body) { record_thread_event(kind, body.payload(), body.payload_size()); }
+// A thread event: its fields after the dticks, which the recorder puts first (the run's clock).
+template <class R>
+void emit(const R& record) {
+    RecordEncoder body(R::kKind);
+    format::encode_after_dticks(body, record);
+    record_thread_event(R::kKind, body.payload(), body.payload_size());
+}
+
+// One container of a walk: its table's block (if any) and up to 16 of its entries' blocks, as
+// addresses the writer turns into allocations (TraceCompactor::container_allocations), and
+// the entries naming their blocks by index.
+records::Container container_record(const growtrace_py_container& c, uint64_t walk_seq, uint32_t flags,
+                                     uint64_t walk_ns) {
+    const size_t blocks = std::min<size_t>(c.entry_block_count, 16);
+    records::Container r;
+    r.allocations = format::List<records::ContainerAllocation>::produced(
+        (c.table != 0) + blocks, &c, [](const void* context, size_t i, records::ContainerAllocation& out) {
+            const auto& container = *static_cast<const growtrace_py_container*>(context);
+            out.allocation = container.table ? (i == 0 ? container.table : container.entry_blocks[i - 1])
+                                             : container.entry_blocks[i];
+        });
+    r.walk_seq = walk_seq;
+    r.flags = flags;
+    r.walk_ns = walk_ns;
+    r.container_id = c.container_id;
+    r.kind = c.kind;
+    r.entries = c.entries;
+    r.table = c.table ? 1 : 0;
+    r.name = Bytes(c.name, c.name_len);
+    r.owner_type = Bytes(c.owner_type, c.owner_type_len);
+    r.key_types = Bytes(c.key_types, c.key_types_len);
+    r.value_types = Bytes(c.value_types, c.value_types_len);
+    r.newest_entries = format::List<records::ContainerEntry>::produced(
+        blocks, &c, [](const void* context, size_t e, records::ContainerEntry& out) {
+            out.entry = (static_cast<const growtrace_py_container*>(context)->table != 0) + e + 1;
+        });
+    return r;
+}
 
 int agent_attach(const growtrace_py_agent_info* info) {
     if (!tracer_active()) return -1;
@@ -78,13 +118,21 @@ uint64_t capture_stack_api() { return record_stack(g_agent_begin, g_agent_end); 
 
 void cache_created(const growtrace_py_cache_info* c) {
     RecursionGuard guard;
-    RecordEncoder body(RecordKind::CacheCreate);
-    body.varint(c->cache_id).varint(c->flags).svarint(c->maxsize).varint(c->wrapper).varint(c->cache_dict);
-    body.varint(c->creation_stack_id).varint(c->entries);
-    body.string(c->module, c->module_len).string(c->qualname, c->qualname_len);
-    body.string(c->creator_module, c->creator_module_len).string(c->creator_file, c->creator_file_len);
-    body.varint(c->creator_line).string(c->bound_names, c->bound_names_len);
-    emit(RecordKind::CacheCreate, body);
+    records::CacheCreate r;
+    r.cache_id = c->cache_id;
+    r.flags = c->flags;
+    r.maxsize = c->maxsize;
+    r.wrapper_address = c->wrapper;
+    r.dict_address = c->cache_dict;
+    r.creation_stack_id = c->creation_stack_id;
+    r.entries = c->entries;
+    r.module = Bytes(c->module, c->module_len);
+    r.qualname = Bytes(c->qualname, c->qualname_len);
+    r.creator_module = Bytes(c->creator_module, c->creator_module_len);
+    r.creator_file = Bytes(c->creator_file, c->creator_file_len);
+    r.creator_line = c->creator_line;
+    r.bound_names = Bytes(c->bound_names, c->bound_names_len);
+    emit(r);
     if (!c->cache_dict) return;
     pthread_mutex_lock(&g_caches_mutex);
     int i = 0;
@@ -99,16 +147,23 @@ void cache_created(const growtrace_py_cache_info* c) {
 
 void cache_insert(const growtrace_py_cache_insert* ins) {
     RecursionGuard guard;
-    RecordEncoder body(RecordKind::CacheInsert);
-    body.varint(ins->phase).varint(ins->cache_id).varint(ins->insert_seq);
+    static_assert(GROWTRACE_PY_MISS_BEGIN == records::CacheInsert::kBegin);
+    records::CacheInsert r;
+    r.phase = ins->phase;
+    r.cache_id = ins->cache_id;
+    r.insert_seq = ins->insert_seq;
     if (ins->phase == GROWTRACE_PY_MISS_BEGIN) {
-        body.varint(capture_stack_api()).varint(ins->entries_before).string(ins->key_desc, ins->key_desc_len);
-        body.varint(ins->key_type_count);
-        for (size_t i = 0; i < ins->key_type_count; ++i) body.varint(ins->key_types[i]);
+        r.stack_id = capture_stack_api();
+        r.entries_before = ins->entries_before;
+        r.key_desc = Bytes(ins->key_desc, ins->key_desc_len);
+        r.key_type_addresses = format::List<records::KeyTypeAddress>::produced(
+            ins->key_type_count, ins, [](const void* context, size_t i, records::KeyTypeAddress& out) {
+                out.key_type_address = static_cast<const growtrace_py_cache_insert*>(context)->key_types[i];
+            });
     } else {
-        body.string(ins->value_type, ins->value_type_len);
+        r.value_type = Bytes(ins->value_type, ins->value_type_len);
     }
-    emit(RecordKind::CacheInsert, body);
+    emit(r);
 }
 
 void cache_destroyed(uint64_t cache_id) {
@@ -123,10 +178,14 @@ void cache_destroyed(uint64_t cache_id) {
 
 void emit_type(uint32_t source, uint64_t address, uint64_t stack_id, const char* module, size_t module_len,
                const char* qualname, size_t qualname_len, const char* meta, size_t meta_len) {
-    RecordEncoder body(RecordKind::TypeCreate);
-    body.varint(source).varint(address).varint(stack_id);
-    body.string(module, module_len).string(qualname, qualname_len).string(meta, meta_len);
-    emit(RecordKind::TypeCreate, body);
+    records::TypeCreate r;
+    r.source = source;
+    r.address = address;
+    r.stack_id = stack_id;
+    r.module = Bytes(module, module_len);
+    r.qualname = Bytes(qualname, qualname_len);
+    r.metaclass = Bytes(meta, meta_len);
+    emit(r);
 }
 
 void type_created(const growtrace_py_type_info* t) {
@@ -137,9 +196,7 @@ void type_created(const growtrace_py_type_info* t) {
 
 void gc_collection(uint32_t phase, uint32_t generation, uint32_t flags) {
     RecursionGuard guard;
-    RecordEncoder body(RecordKind::Collection);
-    body.varint(phase).varint(generation).varint(flags);
-    emit(RecordKind::Collection, body);
+    emit(records::Collection{0, phase, generation, flags});
 }
 
 // One record per container: the block addresses first (the writer turns them into
@@ -150,19 +207,7 @@ void container_walk(uint32_t flags, uint64_t walk_ns, const growtrace_py_contain
     static uint64_t walk_seq = 0;  // under the GIL
     ++walk_seq;
     for (size_t i = 0; i < count; ++i) {
-        const growtrace_py_container& c = items[i];
-        RecordEncoder body(RecordKind::Container);
-        const size_t blocks = std::min<size_t>(c.entry_block_count, 16);
-        body.varint((c.table != 0) + blocks);
-        if (c.table) body.varint(c.table);
-        for (size_t e = 0; e < blocks; ++e) body.varint(c.entry_blocks[e]);
-        body.varint(walk_seq).varint(flags).varint(walk_ns);
-        body.varint(c.container_id).varint(c.kind).varint(c.entries).varint(c.table ? 1 : 0);
-        body.string(c.name, c.name_len).string(c.owner_type, c.owner_type_len);
-        body.string(c.key_types, c.key_types_len).string(c.value_types, c.value_types_len);
-        body.varint(blocks);
-        for (size_t e = 0; e < blocks; ++e) body.varint((c.table != 0) + e + 1);
-        emit(RecordKind::Container, body);
+        emit(container_record(items[i], walk_seq, flags, walk_ns));
     }
 }
 
@@ -219,14 +264,12 @@ int64_t entries_of(const void* dict) {
 }  // namespace
 
 void poll_cache_sizes(void (*sink)(const RecordEncoder&), bool every_cache) {
-    RecordEncoder rec(RecordKind::CacheSize);
     // The time is read before the sizes: the program runs on while this thread reads them (and
     // may be descheduled), and a size stamped later than it was read would place, say, a full
     // cache after the frees of the clear() that emptied it.
     const uint64_t ticks = now_ticks();
-    uint64_t changed = 0;
-    int64_t entries[kMaxWatchedCaches];
-    uint64_t ids[kMaxWatchedCaches];
+    size_t changed = 0;
+    records::CacheEntries sizes[kMaxWatchedCaches];
     pthread_mutex_lock(&g_caches_mutex);
     for (int i = 0; i < g_cache_count && !g_caches_frozen; ++i) {
         WatchedCache& c = g_caches[i];
@@ -234,15 +277,13 @@ void poll_cache_sizes(void (*sink)(const RecordEncoder&), bool every_cache) {
         int64_t now = c.dict ? entries_of(c.dict) : -1;
         if (now == c.last_entries && !every_cache) continue;
         c.last_entries = now;
-        ids[changed] = c.id;
-        entries[changed++] = now;
+        sizes[changed++] = {c.id, now};
     }
     pthread_mutex_unlock(&g_caches_mutex);
     want_walk();
     if (!changed) return;
-    rec.varint(ticks).varint(changed);
-    for (uint64_t i = 0; i < changed; ++i) rec.varint(ids[i]).svarint(entries[i]);
-    sink(rec);
+    RecordEncoder rec(records::CacheSize::kKind);
+    sink(format::encode(rec, records::CacheSize{ticks, format::List<records::CacheEntries>::of(sizes, changed)}));
 }
 
 void forget_caches() {

@@ -4,7 +4,9 @@
 
 #include "contracts/environment.h"
 #include "contracts/trace_names.h"
+#include "format/record_codec.h"
 #include "format/record_encoder.h"
+#include "format/records.h"
 #include "format/varint.h"
 #include "preload/support/clock.h"
 #include "preload/capture/module_map.h"
@@ -24,11 +26,19 @@ constinit StackTree g_stack_tree;
 namespace {
 
 using format::RecordKind;
+namespace records = format::records;
 
 // Queue this many full buffers (4 MiB of events, an eighth of the pool) before waking the
 // writer ahead of its tick, so that a thread never waits for a free buffer while the writer
 // sleeps; below it the writer's own tick keeps its cost per event low.
 constexpr size_t kWakeWriterAfter = kMaxBuffers / 8;
+
+// Writes a record of the format (format/records.h) at the end of the thread's buffer, whose
+// room is already made.
+template <class R>
+void put(ThreadState* ts, const R& record) {
+    ts->buffer->used += format::put_record(ts->buffer->data + ts->buffer->used, record);
+}
 
 // Makes room for `needed` bytes in the thread's buffer, starting a new run when the buffer
 // changes or another thread's events precede (the shared late state).
@@ -53,14 +63,7 @@ bool make_room_slow(ThreadState* ts, size_t needed) {
     if (ts->run_tid != tid) ts->last_ticks = now_ticks();
     ts->run_tid = tid;
     ts->last_addr = 0;
-    uint8_t payload[2 * format::kMaxVarintBytes];
-    uint8_t* q = format::put_varint(payload, tid);
-    q = format::put_varint(q, ts->last_ticks);
-    uint8_t* out = ts->buffer->data + ts->buffer->used;
-    *out++ = static_cast<uint8_t>(RecordKind::Thread);
-    out = format::put_varint(out, static_cast<uint64_t>(q - payload));
-    memcpy(out, payload, static_cast<size_t>(q - payload));
-    ts->buffer->used = static_cast<size_t>(out + (q - payload) - ts->buffer->data);
+    put(ts, records::Thread{tid, ts->last_ticks});
     return true;
 }
 
@@ -70,31 +73,6 @@ inline bool make_room(ThreadState* ts, size_t needed) {
     return make_room_slow(ts, needed);
 }
 
-// A record of at most four varints, encoded straight into the thread's buffer (room already
-// made): its payload is under 128 bytes, so its length takes one byte, written at the end.
-class SmallRecord {
-public:
-    static constexpr size_t kMaxBytes = 2 + 4 * format::kMaxVarintBytes;
-    static_assert(kMaxBytes - 2 < 128, "the length must fit one varint byte");
-
-    SmallRecord(ThreadState* ts, RecordKind kind)
-        : ts_(ts), start_(ts->buffer->data + ts->buffer->used), end_(start_ + 2) {
-        start_[0] = static_cast<uint8_t>(kind);
-    }
-    SmallRecord& varint(uint64_t value) {
-        end_ = format::put_varint(end_, value);
-        return *this;
-    }
-    void commit() {
-        start_[1] = static_cast<uint8_t>(end_ - start_ - 2);
-        ts_->buffer->used = static_cast<size_t>(end_ - ts_->buffer->data);
-    }
-
-private:
-    ThreadState* ts_;
-    uint8_t* start_;
-    uint8_t* end_;
-};
 
 // The node (parent, ip), writing its StackNode record the first time. 0: table full, or no
 // room in the buffer for the record (the stack is cut there).
@@ -103,8 +81,8 @@ uint32_t intern_node(ThreadState* ts, uint32_t parent, uint64_t ip, bool* create
     uint32_t id = ts->python_nodes ? ts->python_nodes->intern(g_stack_tree, parent, ip, created)
                                    : ts->nodes.intern(g_stack_tree, parent, ip, created);
     if (id && created) {
-        if (!make_room(ts, SmallRecord::kMaxBytes)) return 0;
-        SmallRecord(ts, RecordKind::StackNode).varint(id).varint(parent).varint(ip).commit();
+        if (!make_room(ts, format::kMaxRecordBytesOf<records::StackNode>)) return 0;
+        put(ts, records::StackNode{id, parent, ip});
     }
     if (created_out) *created_out = created;
     return id;
@@ -139,8 +117,9 @@ uint64_t python_frame(ThreadState* ts, const python::FrameRef& frame) {
     bool created;
     uint32_t id = python::intern(frame, ts->locations, created);
     if (created) {
-        format::RecordEncoder rec(RecordKind::PyFrame);
-        python::encode_frame(id, frame, rec);
+        // Through an encoder, which cuts a name too long for any buffer.
+        format::RecordEncoder rec(records::PyFrame::kKind);
+        format::encode(rec, python::frame_record(id, frame));
         if (make_room(ts, rec.size())) ts->buffer->used += rec.finish(ts->buffer->data + ts->buffer->used);
     }
     return format::kPythonFrameTag | id;
@@ -212,16 +191,12 @@ int merge_python(const uint64_t* ips, int depth, const python::FrameRef* py, con
 
 // The event's time is read here, once its room is made (make_room may wait for the writer).
 void put_alloc(ThreadState* ts, void* ptr, size_t size, uint32_t stack) {
-    if (!make_room(ts, SmallRecord::kMaxBytes)) return;
+    if (!make_room(ts, format::kMaxRecordBytesOf<records::Alloc>)) return;
     const uint64_t ticks = event_ticks();
     ++ts->buffer->allocations;
     auto addr = reinterpret_cast<uint64_t>(ptr);
-    SmallRecord(ts, RecordKind::Alloc)
-        .varint(format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)))
-        .varint(size)
-        .varint(format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)))
-        .varint(stack)
-        .commit();
+    put(ts, records::Alloc{static_cast<int64_t>(ticks - ts->last_ticks), size,
+                           static_cast<int64_t>(addr - ts->last_addr), stack});
     ts->last_ticks = ticks;
     ts->last_addr = addr;
 }
@@ -294,9 +269,9 @@ uint32_t record_stack(uint64_t skip_begin, uint64_t skip_end) {
 // address; the writer adds a weightless allocation for a block that is not a sample).
 void watch_class_object(const uint8_t* body, size_t size) {
     format::Cursor c(body, body + size);
-    uint64_t source, address;
-    if (c.varint(source) && c.varint(address) && address > format::kPythonGcHeaderBytes)
-        live_samples_insert(address - format::kPythonGcHeaderBytes);
+    records::TypeCreate type;
+    if (format::decode_after_dticks(c, type) && type.address > format::kPythonGcHeaderBytes)
+        live_samples_insert(type.address - format::kPythonGcHeaderBytes);
 }
 
 void record_thread_event(format::RecordKind kind, const uint8_t* body, size_t size) {
@@ -347,15 +322,12 @@ bool put_free(void* ptr, FreePlace* hold) {
         return false;
     ThreadState* ts = lock_my_state();
     if (!ts) return true;
-    if (make_room(ts, SmallRecord::kMaxBytes)) {
+    if (make_room(ts, format::kMaxRecordBytesOf<records::Free>)) {
         const uint64_t ticks = event_ticks();
         ++ts->buffer->frees;
         if (hold) *hold = {ts, ts->buffer, ts->buffer->seq, ts->buffer->used, 0, ts->last_ticks, ts->last_addr};
         auto addr = reinterpret_cast<uint64_t>(ptr);
-        SmallRecord(ts, RecordKind::Free)
-            .varint(format::zigzag_encode(static_cast<int64_t>(ticks - ts->last_ticks)))
-            .varint(format::zigzag_encode(static_cast<int64_t>(addr - ts->last_addr)))
-            .commit();
+        put(ts, records::Free{static_cast<int64_t>(ticks - ts->last_ticks), static_cast<int64_t>(addr - ts->last_addr)});
         ts->last_ticks = ticks;
         ts->last_addr = addr;
         if (hold) {

@@ -10,7 +10,8 @@
 
 #include "contracts/environment.h"
 #include "contracts/trace_names.h"
-#include "format/record_encoder.h"
+#include "format/record_codec.h"
+#include "format/records.h"
 #include "preload/support/clock.h"
 #include "preload/support/descriptors.h"
 #include "preload/record/event_buffer.h"
@@ -34,7 +35,8 @@ constinit TraceSession g_session;
 
 namespace {
 
-using format::RecordKind;
+namespace records = format::records;
+using format::Bytes;
 
 // 2^22 slots: up to ~3 million distinct stack nodes; 64 MiB of address space, touched lazily.
 constexpr unsigned kStackTreeLog2 = 22;
@@ -241,13 +243,21 @@ void TraceSession::emit_process_record(const char* parent_trace) {
     const char* exe = module_map_program_path();
     char cmdline[3072];
     size_t cmdline_size = read_cmdline(cmdline, sizeof cmdline, '\0');
-    format::RecordEncoder rec(RecordKind::Process);
-    rec.varint(static_cast<uint64_t>(getpid())).varint(static_cast<uint64_t>(getppid()));
-    rec.varint(now_ticks()).varint(monotonic_ns()).varint(realtime_ns());
-    rec.string(exe).string(cmdline, cmdline_size).string(parent_trace).string(launchers_);
-    writer_emit(rec);
-    format::RecordEncoder sampling(RecordKind::Sampling);
-    writer_emit(sampling.varint(sample_period()));
+    records::Process process;
+    process.pid = static_cast<uint64_t>(getpid());
+    process.ppid = static_cast<uint64_t>(getppid());
+    process.start_ticks = now_ticks();
+    process.start_monotonic_ns = monotonic_ns();
+    process.start_realtime_ns = realtime_ns();
+    process.exe = Bytes::of(exe);
+    process.cmdline = Bytes(cmdline, cmdline_size);
+    process.parent_trace = Bytes::of(parent_trace);
+    process.launchers = Bytes::of(launchers_);
+    process.has_launchers = true;
+    format::RecordEncoder rec(records::Process::kKind);
+    writer_emit(format::encode(rec, process));
+    format::RecordEncoder sampling(records::Sampling::kKind);
+    writer_emit(format::encode(sampling, records::Sampling{sample_period()}));
 }
 
 void TraceSession::forked_in_parent(int child_pid) {
@@ -255,8 +265,8 @@ void TraceSession::forked_in_parent(int child_pid) {
     RecursionGuard guard;
     char path[sizeof config_.output];
     if (!trace_names::forked_child(config_.output, child_pid, 1, path, sizeof path)) path[0] = '\0';
-    format::RecordEncoder rec(RecordKind::Fork);
-    writer_emit(rec.varint(static_cast<uint64_t>(child_pid)).string(path));
+    format::RecordEncoder rec(records::Fork::kKind);
+    writer_emit(format::encode(rec, records::Fork{static_cast<uint64_t>(child_pid), Bytes::of(path)}));
 }
 
 void TraceSession::program_exiting() {
@@ -264,8 +274,8 @@ void TraceSession::program_exiting() {
     RecursionGuard guard;
     uint64_t ticks = now_ticks();
     writer_note_exit(ticks);
-    format::RecordEncoder rec(RecordKind::Exiting);
-    writer_emit(rec.varint(ticks));
+    format::RecordEncoder rec(records::Exiting::kKind);
+    writer_emit(format::encode(rec, records::Exiting{ticks}));
 }
 
 void TraceSession::ending_at_once() {
@@ -283,8 +293,8 @@ bool TraceSession::before_exec() {
     if (getpid() != pid()) return config_.follow_exec;
     RecursionGuard guard;
     name_next_image();
-    format::RecordEncoder rec(RecordKind::Exec);
-    writer_emit(rec.string(next_image_));
+    format::RecordEncoder rec(records::Exec::kKind);
+    writer_emit(format::encode(rec, records::Exec{Bytes::of(next_image_)}));
     // The image is about to be replaced: everything recorded so far must be on disk. If exec
     // fails, tracing simply goes on.
     writer_flush_before_exec();

@@ -5,6 +5,8 @@
 #include <new>
 
 #include "format/trace_format.h"
+#include "format/record_codec.h"
+#include "format/records.h"
 #include "format/varint.h"
 
 namespace growtrace::preload {
@@ -139,21 +141,30 @@ void EventMerger::fill(Stream& s, TraceCompactor& out, Release release) {
         const uint8_t* q = payload;
         Event& e = s.event;
         switch (static_cast<RecordKind>(kind)) {
-            case RecordKind::Thread:
-                s.tid = static_cast<uint32_t>(take_varint(q));
-                s.ticks = take_varint(q);
+            case RecordKind::Thread: {
+                format::records::Thread run;
+                format::read_trusted(q, run);
+                s.tid = static_cast<uint32_t>(run.tid);
+                s.ticks = run.base_ticks;
                 s.addr = 0;
                 continue;
-            case RecordKind::Alloc:
-                s.ticks += static_cast<uint64_t>(format::zigzag_decode(take_varint(q)));
-                e.size = take_varint(q);
-                s.addr += static_cast<uint64_t>(format::zigzag_decode(take_varint(q)));
-                e.stack = take_varint(q);
+            }
+            case RecordKind::Alloc: {
+                format::records::Alloc alloc;
+                format::read_trusted(q, alloc);
+                s.ticks += static_cast<uint64_t>(alloc.dticks);
+                e.size = alloc.size;
+                s.addr += static_cast<uint64_t>(alloc.daddr);
+                e.stack = alloc.stack_id;
                 break;
-            case RecordKind::Free:
-                s.ticks += static_cast<uint64_t>(format::zigzag_decode(take_varint(q)));
-                s.addr += static_cast<uint64_t>(format::zigzag_decode(take_varint(q)));
+            }
+            case RecordKind::Free: {
+                format::records::Free free_record;
+                format::read_trusted(q, free_record);
+                s.ticks += static_cast<uint64_t>(free_record.dticks);
+                s.addr += static_cast<uint64_t>(free_record.daddr);
                 break;
+            }
             default:
                 if (!is_thread_event(kind)) {
                     out.on_record(kind, payload, static_cast<size_t>(length));

@@ -13,6 +13,7 @@ namespace growtrace::preload {
 namespace {
 
 using format::RecordKind;
+namespace records = format::records;
 
 // About 0.1 ms at 2.5 GHz: finer than any window the analyzer uses.
 constexpr int64_t kTimeQuantum = format::kTimeQuantumTicks;
@@ -123,23 +124,7 @@ void TraceCompactor::put(uint8_t kind, const uint8_t* payload, size_t size) {
     sink_(record_, static_cast<size_t>(body - record_) + size);
 }
 
-// The records written for every event hold one or two varints: encoded in place, with a
-// one-byte length, instead of through put()'s copy.
-void TraceCompactor::put_small(RecordKind kind, uint64_t a) {
-    uint8_t* end = format::put_varint(record_ + 2, a);
-    finish_small(kind, end);
-}
 
-void TraceCompactor::put_small(RecordKind kind, uint64_t a, uint64_t b) {
-    uint8_t* end = format::put_varint(format::put_varint(record_ + 2, a), b);
-    finish_small(kind, end);
-}
-
-void TraceCompactor::finish_small(RecordKind kind, const uint8_t* end) {
-    record_[0] = static_cast<uint8_t>(kind);
-    record_[1] = static_cast<uint8_t>(end - record_ - 2);  // at most 20 bytes: one length byte
-    sink_(record_, static_cast<size_t>(end - record_));
-}
 
 void TraceCompactor::mark_exit(uint64_t ticks) {
     if (ticks && (!exit_ticks_ || ticks < exit_ticks_)) exit_ticks_ = ticks;
@@ -154,13 +139,13 @@ void TraceCompactor::sync_time(uint64_t ticks) {
         ticks &= ~static_cast<uint64_t>(kSampledTimeQuantum - 1);
         delta = static_cast<int64_t>(ticks - written_ticks_);
     }
-    put_small(RecordKind::Time, format::zigzag_encode(delta));
+    put_record(records::Time{delta});
     written_ticks_ = ticks;
 }
 
 void TraceCompactor::emit_free_of(uint64_t id, uint64_t ticks, bool countable) {
     sync_time(ticks);
-    put_small(RecordKind::FreeCompact, allocations_ - id);
+    put_record(records::FreeCompact{allocations_ - id});
     ++frees_written_;
     if (LedgerEntry* e = sampled_ ? ledger_entry(id) : nullptr; e && e->state == LedgerState::Live) {
         e->death = written_ticks_;
@@ -180,7 +165,7 @@ void TraceCompactor::emit_alloc(uint64_t ticks, uint64_t size, uint64_t addr, ui
     sync_time(ticks);
     uint64_t id = ++allocations_;
     if (slot) slot->id = id;
-    put_small(RecordKind::AllocCompact, size, stack);
+    put_record(records::AllocCompact{size, stack});
     if (sampled_) {
         if (!ledger_) {
             ledger_ = map_zeroed<LedgerEntry>(kLedgerEntries);
@@ -205,9 +190,7 @@ void TraceCompactor::enter_run(uint32_t tid, uint64_t ticks) {
     // The reader's clock stays where it is; the first run's starts at its first event (on the
     // sampled grid in a sampled trace).
     if (!written_ticks_) written_ticks_ = sampled_ ? ticks & ~static_cast<uint64_t>(kSampledTimeQuantum - 1) : ticks;
-    uint8_t payload[2 * format::kMaxVarintBytes];
-    uint8_t* q = format::put_varint(format::put_varint(payload, tid), written_ticks_);
-    put(static_cast<uint8_t>(RecordKind::Thread), payload, static_cast<size_t>(q - payload));
+    put_record(records::Thread{tid, written_ticks_});
     out_tid_ = tid;
 }
 
@@ -222,9 +205,18 @@ bool TraceCompactor::has_context(uint64_t tid) const {
 void TraceCompactor::note_context(uint64_t tid, uint8_t kind, const uint8_t* rest, size_t size) {
     if (kind != static_cast<uint8_t>(RecordKind::CacheInsert) && kind != static_cast<uint8_t>(RecordKind::Collection))
         return;
-    format::Cursor c(rest, rest + size);
+    // Both kinds open with phase 0 (CacheInsert's begin, Collection's start).
     uint64_t phase;
-    if (!c.varint(phase)) return;
+    format::Cursor c(rest, rest + size);
+    if (kind == static_cast<uint8_t>(RecordKind::CacheInsert)) {
+        records::CacheInsert miss;
+        if (!format::decode_after_dticks(c, miss)) return;
+        phase = miss.phase;
+    } else {
+        records::Collection collection;
+        if (!format::decode_after_dticks(c, collection)) return;
+        phase = collection.phase;
+    }
     const bool opens = phase == 0;
     OpenContexts* free_slot = nullptr;
     for (OpenContexts& t : contexts_) {
@@ -292,13 +284,9 @@ void TraceCompactor::note_recorded(uint64_t allocations, uint64_t frees, uint64_
 }
 
 void TraceCompactor::write_ledger() {
-    uint8_t payload[9 * format::kMaxVarintBytes];
-    uint8_t* q = payload;
     // A sample counted in a ShortLivedSamples record is still one allocation and one free written.
-    for (uint64_t v : {recorded_allocations_, recorded_frees_, allocations_ + folded_, frees_written_, uint64_t{live_.size},
-                       weightless_, untraced_frees_, inferred_frees_, lost_events_})
-        q = format::put_varint(q, v);
-    put(static_cast<uint8_t>(RecordKind::Ledger), payload, static_cast<size_t>(q - payload));
+    put_record(records::Ledger{recorded_allocations_, recorded_frees_, allocations_ + folded_, frees_written_,
+                               uint64_t{live_.size}, weightless_, untraced_frees_, inferred_frees_, lost_events_});
 }
 
 }  // namespace growtrace::preload

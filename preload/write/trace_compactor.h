@@ -21,6 +21,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/record_codec.h"
+#include "format/records.h"
 #include "format/trace_format.h"
 
 namespace growtrace::preload {
@@ -148,6 +150,7 @@ private:
     bool fold(const HeldMiss& m, bool stored, bool force);
     HeldThread* held_thread(uint64_t tid, bool claim);
     void write_held();
+    static format::records::CacheMissCount miss_count(const CacheState& s);
     void write_thread_event(uint8_t kind, const uint8_t* rest, size_t size);
 
     // Sampled traces: what the current block holds of each allocation written since the block
@@ -194,9 +197,10 @@ private:
     void emit_free_of(uint64_t id, uint64_t ticks, bool countable);
     void sync_time(uint64_t ticks);
     void put(uint8_t kind, const uint8_t* payload, size_t size);
-    void put_small(format::RecordKind kind, uint64_t a);
-    void put_small(format::RecordKind kind, uint64_t a, uint64_t b);
-    void finish_small(format::RecordKind kind, const uint8_t* end);
+    // A record of the format (format/records.h) of varints only, encoded in place: the records
+    // written for every event go through here, without put()'s copy.
+    template <class R>
+    void put_record(const R& record);
 
     Table live_;  // allocations alive, by address
     uint64_t allocations_ = 0;
@@ -242,5 +246,11 @@ private:
     uint64_t collecting_[kCollectingThreads] = {};
     uint32_t collecting_untracked_ = 0;  // collections beyond that: every free is kept then
 };
+
+template <class R>
+void TraceCompactor::put_record(const R& record) {
+    static_assert(format::kMaxRecordBytesOf<R> <= sizeof record_, "a record of varints only");
+    sink_(record_, format::put_record(record_, record));
+}
 
 }  // namespace growtrace::preload

@@ -5,6 +5,8 @@
 #include <initializer_list>
 #include <utility>
 
+#include "format/record_codec.h"
+#include "format/records.h"
 #include "format/trace_format.h"
 #include "format/varint.h"
 #include "preload/write/trace_compactor.h"
@@ -13,6 +15,7 @@ namespace growtrace::preload {
 namespace {
 
 using format::RecordKind;
+namespace records = format::records;
 
 bool is_thread_event_with_ticks(uint8_t kind) {
     return kind == static_cast<uint8_t>(RecordKind::CacheCreate) ||
@@ -50,9 +53,9 @@ bool TraceCompactor::collecting(uint64_t tid) const {
 
 void TraceCompactor::note_collection(const uint8_t* rest, size_t size) {
     format::Cursor c(rest, rest + size);
-    uint64_t phase;
-    if (!c.varint(phase)) return;
-    const bool start = phase == 0;
+    records::Collection collection;
+    if (!format::decode_after_dticks(c, collection)) return;
+    const bool start = collection.phase == 0;
     for (uint64_t& t : collecting_)
         if (t == run_tid_) {
             if (!start) t = 0;
@@ -97,66 +100,53 @@ struct FoldOutput {
         memcpy(p, payload, size);
         p += size;
     }
-    void varint(uint64_t v) {
-        if (room(format::kMaxVarintBytes)) p = format::put_varint(p, v);
+    template <class R>
+    void record(const R& r) {
+        if (room(format::record_size(r))) p += format::put_record(p, r);
     }
 };
 
 uint64_t find_start_ticks(const uint8_t* block, size_t size) {
     format::Cursor c(block, block + size);
     uint8_t kind;
-    uint64_t length, pid, ppid, start;
+    uint64_t length;
     while (c.byte(kind) && c.varint(length) && length <= c.remaining()) {
         format::Cursor p(c.position(), c.position() + length);
         c.skip(static_cast<size_t>(length));
-        if (kind == static_cast<uint8_t>(RecordKind::Process) && p.varint(pid) && p.varint(ppid) && p.varint(start))
-            return start;
+        records::Process process;
+        if (kind == static_cast<uint8_t>(RecordKind::Process) && format::decode(p, process)) return process.start_ticks;
     }
     return 0;
 }
 
-
 // A thread event's payload after its dticks, copied to `q` with the allocations it names (1 +
-// age, 0 none: a TypeCreate's last field, a Container's leading ones) renumbered by `age_now`
+// age, 0 none: a TypeCreate's trailing field, a Container's list) renumbered by `age_now`
 // (which never makes an age larger, so the copy is never longer). `count`: allocations so far.
 template <typename AgeNow>
 uint8_t* renumber_allocations(uint8_t kind, const uint8_t* rest, size_t size, uint64_t count, AgeNow age_now,
                               uint8_t* q) {
-    format::Cursor c(rest, rest + size);
     auto holder = [&](uint64_t h) { return h && h - 1 < count ? 1 + age_now(h - 1) : h; };
-    auto copy = [&](const uint8_t* from, const uint8_t* to) {
-        memcpy(q, from, static_cast<size_t>(to - from));
-        q += to - from;
-    };
-    uint8_t* const start = q;
-    uint64_t v, h;
+    format::Cursor c(rest, rest + size);
     if (kind == static_cast<uint8_t>(RecordKind::TypeCreate)) {
-        const uint8_t* text;
-        size_t n;
-        if (c.varint(v) && c.varint(v) && c.varint(v) && c.bytes(text, n) && c.bytes(text, n) && c.bytes(text, n)) {
-            const uint8_t* field = c.position();
-            if (c.varint(h)) {
-                copy(rest, field);
-                q = format::put_varint(q, holder(h));
-                copy(c.position(), rest + size);
-                return q;
-            }
+        records::TypeCreate type;
+        if (format::decode_after_dticks(c, type) && type.has_type_allocation) {
+            type.type_allocation = holder(type.type_allocation);
+            return format::put_payload_after_dticks(q, type);
         }
-    } else if (kind == static_cast<uint8_t>(RecordKind::Container) && c.varint(v) && v <= 64) {
-        q = format::put_varint(q, v);
-        bool whole = true;
-        for (uint64_t i = 0; i < v && whole; ++i) {
-            whole = c.varint(h);
-            if (whole) q = format::put_varint(q, holder(h));
+    } else if (kind == static_cast<uint8_t>(RecordKind::Container)) {
+        records::Container container;
+        if (format::decode_after_dticks(c, container)) {
+            records::ContainerAllocation renumbered[records::Container::kMaxListed];
+            size_t n = 0;
+            container.allocations.for_each([&](const records::ContainerAllocation& block) {
+                renumbered[n++].allocation = holder(block.allocation);
+            });
+            container.allocations = format::List<records::ContainerAllocation>::of(renumbered, n);
+            return format::put_payload_after_dticks(q, container);
         }
-        if (whole) {
-            copy(c.position(), rest + size);
-            return q;
-        }
-        q = start;
     }
-    copy(rest, rest + size);
-    return q;
+    memcpy(q, rest, size);
+    return q + size;
 }
 
 }  // namespace
@@ -221,9 +211,7 @@ size_t TraceCompactor::write_folded(const uint8_t* block, size_t size, uint8_t* 
     uint64_t clock = 0, shown = 0;
     auto catch_up = [&] {
         if (shown == clock) return;
-        uint8_t t[format::kMaxVarintBytes];
-        o.record(static_cast<uint8_t>(RecordKind::Time), t,
-                 static_cast<size_t>(format::put_varint(t, format::zigzag_encode(static_cast<int64_t>(clock - shown))) - t));
+        o.record(records::Time{static_cast<int64_t>(clock - shown)});
         shown = clock;
     };
     uint8_t rebased[kMaxRebasedRecord + 2 * format::kMaxVarintBytes];
@@ -235,27 +223,28 @@ size_t TraceCompactor::write_folded(const uint8_t* block, size_t size, uint8_t* 
         format::Cursor p(payload, payload + length);
         c.skip(static_cast<size_t>(length));
         if (kind == static_cast<uint8_t>(RecordKind::Thread)) {
-            uint64_t tid;
-            if (!p.varint(tid) || !p.varint(clock)) return 0;
+            records::Thread run;
+            if (!format::decode(p, run)) return 0;
+            clock = run.base_ticks;
             shown = clock;
             o.record(kind, payload, length);
         } else if (kind == static_cast<uint8_t>(RecordKind::Time)) {
-            int64_t d;
-            if (!p.svarint(d)) return 0;
-            clock += static_cast<uint64_t>(d);  // written before the next event kept, if any
+            records::Time time;
+            if (!format::decode(p, time)) return 0;
+            clock += static_cast<uint64_t>(time.dticks);  // written before the next event kept, if any
         } else if (kind == static_cast<uint8_t>(RecordKind::AllocCompact)) {
             if (taken(++count)) continue;
             catch_up();
             o.record(kind, payload, length);
         } else if (kind == static_cast<uint8_t>(RecordKind::FreeCompact)) {
-            uint64_t age;
-            if (!p.varint(age) || age >= count) return 0;
-            if (taken(count - age)) continue;
+            records::FreeCompact free_record;
+            if (!format::decode(p, free_record) || free_record.age >= count) return 0;
+            if (taken(count - free_record.age)) continue;
             catch_up();
-            uint8_t b[format::kMaxVarintBytes];
-            o.record(kind, b, static_cast<size_t>(format::put_varint(b, age_now(count, age)) - b));
+            o.record(records::FreeCompact{age_now(count, free_record.age)});
         } else if (is_thread_event_with_ticks(kind)) {
-            // Its own dticks carries what the Time records taken out no longer do.
+            // Its own dticks carries what the Time records taken out no longer do (every thread
+            // event starts with its dticks, format/records.h).
             int64_t d;
             if (!p.svarint(d) || p.remaining() > kMaxRebasedRecord) return 0;
             clock += static_cast<uint64_t>(d);
@@ -279,61 +268,88 @@ bool TraceCompactor::write_short_lived(uint8_t*& out, uint8_t* end, uint64_t rem
     const uint64_t origin = origin_ticks_;
     uint32_t* const order = ledger_order_;
     auto interval = [&](uint32_t i) { return (ledger_[i].birth - origin) >> shift; };
-    auto same_interval = [&](uint32_t a, uint32_t b) { return interval(a) == interval(b); };
-    auto same_stack = [&](uint32_t a, uint32_t b) { return same_interval(a, b) && ledger_[a].stack == ledger_[b].stack; };
-    auto same_size = [&](uint32_t a, uint32_t b) { return same_stack(a, b) && ledger_[a].size == ledger_[b].size; };
     std::sort(order, order + removed, [&](uint32_t a, uint32_t b) {
-        if (!same_interval(a, b)) return interval(a) < interval(b);
+        if (interval(a) != interval(b)) return interval(a) < interval(b);
         if (ledger_[a].stack != ledger_[b].stack) return ledger_[a].stack < ledger_[b].stack;
         return ledger_[a].size < ledger_[b].size;
     });
-    // The end of the group that begins at i, and how many groups [i, to) holds.
-    auto group_end = [&](uint64_t i, uint64_t to, auto same) {
-        uint64_t j = i + 1;
-        while (j < to && same(order[i], order[j])) ++j;
-        return j;
+    // The record's three levels of groups (interval, stack, size) are produced as it is encoded:
+    // a list's items come in order, from 0, once per pass (sizing, then writing), and each level
+    // walks its range of the sorted samples from where its previous item ended.
+    struct Walk {
+        uint64_t begin = 0, end = 0, at = 0, previous = 0;
     };
-    auto groups = [&](uint64_t i, uint64_t to, auto same) {
-        uint64_t n = 0;
-        for (; i < to; i = group_end(i, to, same)) ++n;
-        return n;
-    };
-    // The payload goes after room for the kind and the longest length, and is moved into place.
-    constexpr size_t kHead = 1 + format::kMaxVarintBytes;
-    if (static_cast<size_t>(end - out) < kHead) return false;
-    FoldOutput o{out + kHead, end};
-    const uint64_t first = interval(order[0]);
-    o.varint(last);
-    o.varint(shift);
-    o.varint(origin + (first << shift));
-    o.varint(groups(0, removed, same_interval));
-    for (uint64_t i = 0, previous = first; i < removed;) {
-        const uint64_t i_end = group_end(i, removed, same_interval);
-        o.varint(interval(order[i]) - previous);
-        previous = interval(order[i]);
-        o.varint(groups(i, i_end, same_stack));
-        for (uint64_t k = i, previous_stack = 0; k < i_end;) {
-            const uint64_t k_end = group_end(k, i_end, same_stack);
-            o.varint(ledger_[order[k]].stack - previous_stack);
-            previous_stack = ledger_[order[k]].stack;
-            o.varint(groups(k, k_end, same_size));
-            for (uint64_t m = k, previous_size = 0; m < k_end;) {
-                const uint64_t m_end = group_end(m, k_end, same_size);
-                o.varint(ledger_[order[m]].size - previous_size);
-                previous_size = ledger_[order[m]].size;
-                o.varint(m_end - m);
-                m = m_end;
-            }
-            k = k_end;
+    struct Groups {
+        const LedgerEntry* ledger;
+        const uint32_t* order;
+        uint64_t origin;
+        unsigned shift;
+        uint64_t first;  // the first interval
+        Walk level[3];   // intervals, stacks in an interval, sizes of a stack
+
+        uint64_t interval(uint64_t k) const { return (ledger[order[k]].birth - origin) >> shift; }
+        uint64_t key(uint64_t k, int depth) const {
+            return depth == 0 ? interval(k) : depth == 1 ? ledger[order[k]].stack : ledger[order[k]].size;
         }
-        i = i_end;
-    }
-    if (!o.ok) return false;
-    const size_t payload = static_cast<size_t>(o.p - (out + kHead));
-    out[0] = static_cast<uint8_t>(RecordKind::ShortLivedSamples);
-    uint8_t* body = format::put_varint(out + 1, payload);
-    memmove(body, out + kHead, payload);
-    out = body + payload;
+        bool same(uint64_t a, uint64_t b, int depth) const {
+            for (int d = 0; d <= depth; ++d)
+                if (key(a, d) != key(b, d)) return false;
+            return true;
+        }
+        // The end of the group that begins at k, and how many groups [k, to) holds.
+        uint64_t group_end(uint64_t k, uint64_t to, int depth) const {
+            uint64_t j = k + 1;
+            while (j < to && same(k, j, depth)) ++j;
+            return j;
+        }
+        uint64_t count(uint64_t k, uint64_t to, int depth) const {
+            uint64_t n = 0;
+            for (; k < to; k = group_end(k, to, depth)) ++n;
+            return n;
+        }
+        // The next group of `depth`: its key's step from the previous group's and its range.
+        uint64_t next(size_t index, int depth, uint64_t& begin, uint64_t& end) {
+            Walk& w = level[depth];
+            if (index == 0) {
+                w.at = w.begin;
+                w.previous = depth == 0 ? first : 0;
+            }
+            begin = w.at;
+            end = group_end(w.at, w.end, depth);
+            const uint64_t step = key(begin, depth) - w.previous;
+            w.previous = key(begin, depth);
+            w.at = end;
+            return step;
+        }
+        static Groups& of(const void* context) { return *static_cast<Groups*>(const_cast<void*>(context)); }
+
+        static void sizes(const void* context, size_t i, records::SizeCount& out) {
+            uint64_t begin, end;
+            out.size_step = of(context).next(i, 2, begin, end);
+            out.count = end - begin;
+        }
+        static void stacks(const void* context, size_t i, records::StackSizes& out) {
+            Groups& g = of(context);
+            uint64_t begin, end;
+            out.stack_id_step = g.next(i, 1, begin, end);
+            g.level[2] = {begin, end, begin, 0};
+            out.sizes = format::List<records::SizeCount>::produced(g.count(begin, end, 2), context, sizes);
+        }
+        static void intervals(const void* context, size_t i, records::IntervalStacks& out) {
+            Groups& g = of(context);
+            uint64_t begin, end;
+            out.interval_step = g.next(i, 0, begin, end);
+            g.level[1] = {begin, end, begin, 0};
+            out.stacks = format::List<records::StackSizes>::produced(g.count(begin, end, 1), context, stacks);
+        }
+    };
+    Groups groups{ledger_, order, origin, shift, interval(order[0]), {}};
+    groups.level[0] = {0, removed, 0, 0};
+    const records::ShortLivedSamples record{
+        last, shift, origin + (groups.first << shift),
+        format::List<records::IntervalStacks>::produced(groups.count(0, removed, 0), &groups, Groups::intervals)};
+    if (format::record_size(record) > static_cast<size_t>(end - out)) return false;
+    out += format::put_record(out, record);
     return true;
 }
 

@@ -16,6 +16,7 @@ namespace growtrace::preload {
 namespace {
 
 using format::RecordKind;
+namespace records = format::records;
 constexpr int64_t kSampledTimeQuantum = format::kSampledTimeQuantumTicks;
 
 }  // namespace
@@ -30,8 +31,9 @@ constexpr int64_t kSampledTimeQuantum = format::kSampledTimeQuantumTicks;
 // written before the TypeCreate, which then names it: class lifetimes stay exact.
 uint64_t TraceCompactor::type_allocation(const uint8_t* rest, size_t size) {
     format::Cursor c(rest, rest + size);
-    uint64_t source, address;
-    if (!c.varint(source) || !c.varint(address)) return 0;
+    records::TypeCreate type;
+    if (!format::decode_after_dticks(c, type)) return 0;
+    const uint64_t address = type.address;
     // Classes are garbage-collected objects: CPython (3.10 to 3.13) allocates a 16-byte GC header just
     // before the object, so the block starts there.
     const Entry* e = live_.find(address - format::kPythonGcHeaderBytes);
@@ -50,19 +52,20 @@ uint64_t TraceCompactor::type_allocation(const uint8_t* rest, size_t size) {
 // the live allocation starting there (0 = none traced, e.g. a sampled trace's unsampled block).
 size_t TraceCompactor::container_allocations(const uint8_t* rest, size_t size, uint8_t* out, size_t out_size) {
     format::Cursor c(rest, rest + size);
-    uint64_t n;
-    if (!c.varint(n) || n > 64) return 0;
-    uint8_t* q = format::put_varint(out, n);
-    for (uint64_t i = 0; i < n; ++i) {
-        uint64_t address;
-        if (!c.varint(address)) return 0;
-        const Entry* e = address ? live_.find(address) : nullptr;
+    records::Container container;
+    if (!format::decode_after_dticks(c, container) || container.allocations.size() > records::Container::kMaxListed)
+        return 0;
+    records::ContainerAllocation allocations[records::Container::kMaxListed];
+    size_t n = 0;
+    container.allocations.for_each([&](const records::ContainerAllocation& block) {
+        const Entry* e = block.allocation ? live_.find(block.allocation) : nullptr;
         if (e) keep_allocation(e->id);
-        q = format::put_varint(q, e ? allocations_ - e->id + 1 : 0);
-    }
-    if (static_cast<size_t>(q - out) + c.remaining() > out_size) return 0;
-    memcpy(q, c.position(), c.remaining());
-    return static_cast<size_t>(q - out) + c.remaining();
+        allocations[n++].allocation = e ? allocations_ - e->id + 1 : 0;
+    });
+    container.allocations = format::List<records::ContainerAllocation>::of(allocations, n);
+    // 1 + age is never longer than the address it replaces, so the body never grows.
+    if (size > out_size) return 0;
+    return static_cast<size_t>(format::put_payload_after_dticks(out, container) - out);
 }
 
 TraceCompactor::CacheState* TraceCompactor::cache_state(uint64_t cache_id, bool claim) {
@@ -82,18 +85,14 @@ TraceCompactor::CacheState* TraceCompactor::cache_state(uint64_t cache_id, bool 
 
 size_t TraceCompactor::elide_key_description(const uint8_t* rest, size_t size, uint8_t* out, bool& first_seen) {
     format::Cursor c(rest, rest + size);
-    uint64_t phase, cache_id, seq, stack, before;
-    const uint8_t* desc;
-    size_t desc_size;
-    if (!c.varint(phase) || phase != 0 || !c.varint(cache_id) || !cache_id || !c.varint(seq) || !c.varint(stack) ||
-        !c.varint(before))
+    records::CacheInsert miss;
+    if (!format::decode_after_dticks(c, miss) || miss.phase != records::CacheInsert::kBegin || !miss.cache_id ||
+        miss.key_desc.size == 0)
         return 0;
-    const uint8_t* desc_field = c.position();
-    if (!c.bytes(desc, desc_size) || desc_size == 0) return 0;
     // FNV-1a of the description.
     uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < desc_size; ++i) h = (h ^ desc[i]) * 0x100000001b3ull;
-    CacheState* k = cache_state(cache_id, true);
+    for (size_t i = 0; i < miss.key_desc.size; ++i) h = (h ^ miss.key_desc.data[i]) * 0x100000001b3ull;
+    CacheState* k = cache_state(miss.cache_id, true);
     if (!k) {  // more caches than tracked: their descriptions are kept
         first_seen = true;
         return 0;
@@ -105,21 +104,16 @@ size_t TraceCompactor::elide_key_description(const uint8_t* rest, size_t size, u
         first_seen = true;
         return 0;
     }
-    // One too many: the same payload with an empty description.
-    const size_t head = static_cast<size_t>(desc_field - rest);
-    const size_t tail = size - static_cast<size_t>(c.position() - rest);
-    memcpy(out, rest, head);
-    out[head] = 0;
-    memcpy(out + head + 1, c.position(), tail);
-    return head + 1 + tail;
+    // One too many: the same record with an empty description (never longer).
+    miss.key_desc = {};
+    return static_cast<size_t>(format::put_payload_after_dticks(out, miss) - out);
 }
 
 void TraceCompactor::note_cache_create(const uint8_t* rest, size_t size) {
     format::Cursor c(rest, rest + size);
-    uint64_t cache_id, flags;
-    int64_t maxsize;
-    if (!c.varint(cache_id) || !c.varint(flags) || !c.svarint(maxsize)) return;
-    if (CacheState* s = cache_state(cache_id, true)) s->bounded = maxsize >= 0;
+    records::CacheCreate cache;
+    if (!format::decode_after_dticks(c, cache)) return;
+    if (CacheState* s = cache_state(cache.cache_id, true)) s->bounded = cache.maxsize >= 0;
 }
 
 TraceCompactor::HeldThread* TraceCompactor::held_thread(uint64_t tid, bool claim) {
@@ -135,26 +129,26 @@ TraceCompactor::HeldThread* TraceCompactor::held_thread(uint64_t tid, bool claim
 
 bool TraceCompactor::count_miss(const uint8_t* rest, size_t size, bool first_seen) {
     format::Cursor c(rest, rest + size);
-    uint64_t phase, cache_id, seq, stack, before;
+    records::CacheInsert miss;
     HeldThread* t = held_thread(run_tid_, false);
-    if (c.varint(phase) && c.varint(cache_id) && c.varint(seq)) {
-        if (phase != 0) {
+    if (format::decode_after_dticks(c, miss)) {
+        if (miss.phase != records::CacheInsert::kBegin) {
             // Misses end innermost first: only the top held one can end here.
-            if (t && t->misses[t->depth - 1].cache_id == cache_id && t->misses[t->depth - 1].seq == seq &&
-                fold(t->misses[t->depth - 1], phase == 1, false)) {
+            if (t && t->misses[t->depth - 1].cache_id == miss.cache_id && t->misses[t->depth - 1].seq == miss.insert_seq &&
+                fold(t->misses[t->depth - 1], miss.phase == 1, false)) {
                 --t->depth;
                 --held_count_;
                 return true;
             }
-        } else if (!first_seen && c.varint(stack) && c.varint(before) && size <= kHeldPayload) {
-            const CacheState* s = cache_state(cache_id, false);
+        } else if (!first_seen && size <= kHeldPayload) {
+            const CacheState* s = cache_state(miss.cache_id, false);
             if (s && s->bounded && (t || (t = held_thread(run_tid_, true))) && t->depth < kHeldDepth) {
                 HeldMiss& m = t->misses[t->depth++];
                 ++held_count_;
-                m.cache_id = cache_id;
-                m.seq = seq;
-                m.stack = stack;
-                m.entries_before = before;
+                m.cache_id = miss.cache_id;
+                m.seq = miss.insert_seq;
+                m.stack = miss.stack_id;
+                m.entries_before = miss.entries_before;
                 m.ticks = run_ticks_ & ~static_cast<uint64_t>(kSampledTimeQuantum - 1);  // as it would be written
                 m.size = static_cast<uint32_t>(size);
                 memcpy(m.payload, rest, size);
@@ -214,22 +208,24 @@ void TraceCompactor::write_miss_counts(uint64_t ticks, bool final, Sink sink) {
         for (HeldThread& t : held_) t.depth = 0;
         held_count_ = 0;
     }
-    // Records of at most kMaxRebasedRecord bytes; an entry takes at most kMaxEntry.
+    // Records of at most kMaxRebasedRecord bytes; an entry takes at most kMaxEntry. The windows
+    // of a record are read as it is written, and emptied after.
     constexpr size_t kMaxEntry = (8 + 2 * kWindowStacks) * format::kMaxVarintBytes;
-    uint8_t entries[kMaxRebasedRecord];
-    uint8_t* q = entries;
-    uint64_t count = 0;
+    CacheState* batch[kTrackedCaches];
+    size_t count = 0, used = 0;
     auto emit = [&] {
         if (!count) return;
+        const records::CacheMisses misses{
+            ticks, format::List<records::CacheMissCount>::produced(
+                       count, batch, [](const void* context, size_t i, records::CacheMissCount& out) {
+                           out = miss_count(*static_cast<CacheState* const*>(context)[i]);
+                       })};
         uint8_t payload[kMaxRebasedRecord];
-        uint8_t* head = format::put_varint(format::put_varint(payload, ticks), count);
-        const size_t used = static_cast<size_t>(q - entries);
-        if (static_cast<size_t>(head - payload) + used <= sizeof payload) {
-            memcpy(head, entries, used);
-            put(static_cast<uint8_t>(RecordKind::CacheMisses), payload, static_cast<size_t>(head - payload) + used);
-        }
-        q = entries;
-        count = 0;
+        if (format::payload_size(misses) <= sizeof payload)
+            put(static_cast<uint8_t>(RecordKind::CacheMisses), payload,
+                static_cast<size_t>(format::put_payload(payload, misses) - payload));
+        for (size_t i = 0; i < count; ++i) batch[i]->window = MissWindow{};
+        count = used = 0;
     };
     for (CacheState& s : caches_) {
         MissWindow& w = s.window;
@@ -241,16 +237,29 @@ void TraceCompactor::write_miss_counts(uint64_t ticks, bool final, Sink sink) {
                 std::swap(w.stack_ids[j - 1], w.stack_ids[j]);
                 std::swap(w.stack_misses[j - 1], w.stack_misses[j]);
             }
-        if (static_cast<size_t>(q - entries) + kMaxEntry + 2 * format::kMaxVarintBytes > sizeof entries) emit();
-        for (uint64_t v : {s.cache_id, w.misses, w.stored, w.first_ticks, w.last_ticks - w.first_ticks,
-                           w.first_entries_before, w.last_entries_after, uint64_t{w.stacks}})
-            q = format::put_varint(q, v);
-        for (uint32_t i = 0; i < w.stacks; ++i)
-            q = format::put_varint(format::put_varint(q, w.stack_ids[i] - (i ? w.stack_ids[i - 1] : 0)), w.stack_misses[i]);
-        ++count;
-        w = MissWindow{};
+        if (used + kMaxEntry + 2 * format::kMaxVarintBytes > kMaxRebasedRecord) emit();
+        batch[count++] = &s;
+        used += format::payload_size(miss_count(s));
     }
     emit();
+}
+
+// A cache's window as its entry of a CacheMisses record; the stacks are read from the window as
+// the record is written.
+format::records::CacheMissCount TraceCompactor::miss_count(const CacheState& s) {
+    const MissWindow& w = s.window;
+    return {s.cache_id,
+            w.misses,
+            w.stored,
+            w.first_ticks,
+            w.last_ticks - w.first_ticks,
+            w.first_entries_before,
+            w.last_entries_after,
+            format::List<records::StackMisses>::produced(
+                w.stacks, &w, [](const void* context, size_t i, records::StackMisses& out) {
+                    const auto& window = *static_cast<const MissWindow*>(context);
+                    out = {window.stack_ids[i] - (i ? window.stack_ids[i - 1] : 0), window.stack_misses[i]};
+                })};
 }
 
 // A thread event (CacheCreate, CacheInsert, TypeCreate) at the run's clock, re-based on what
@@ -281,14 +290,27 @@ void TraceCompactor::write_thread_event(uint8_t kind, const uint8_t* rest, size_
     // Sampled: the event happens at the run's written clock, on its grid.
     if (sampled_) sync_time(run_ticks_);
     const uint64_t event_ticks = sampled_ ? written_ticks_ : run_ticks_;
+    const auto dticks = static_cast<int64_t>(event_ticks - written_ticks_);
     uint8_t rebased[kMaxRebasedRecord];
-    uint8_t* q =
-        format::put_varint(rebased, format::zigzag_encode(static_cast<int64_t>(event_ticks - written_ticks_)));
-    if (static_cast<size_t>(q - rebased) + size + format::kMaxVarintBytes > sizeof rebased) return;
-    memcpy(q, rest, size);
-    q += size;
-    if (is_type) q = format::put_varint(q, type_alloc);
-    put(kind, rebased, static_cast<size_t>(q - rebased));
+    size_t rebased_size = 0;
+    if (is_type) {
+        // The class's allocation, which the agent cannot know, is the record's trailing field.
+        records::TypeCreate type;
+        format::Cursor c(rest, rest + size);
+        if (!format::decode_after_dticks(c, type)) return;
+        type.dticks = dticks;
+        type.type_allocation = type_alloc;
+        type.has_type_allocation = true;
+        if (format::payload_size(type) > sizeof rebased) return;
+        rebased_size = static_cast<size_t>(format::put_payload(rebased, type) - rebased);
+    } else {
+        // Every thread event starts with its dticks (format/records.h); the rest is the agent's.
+        uint8_t* q = format::put_varint(rebased, format::zigzag_encode(dticks));
+        if (static_cast<size_t>(q - rebased) + size > sizeof rebased) return;
+        memcpy(q, rest, size);
+        rebased_size = static_cast<size_t>(q - rebased) + size;
+    }
+    put(kind, rebased, rebased_size);
     written_ticks_ = event_ticks;
 }
 

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "format/record_codec.h"
+#include "format/records.h"
 #include "preload/support/clock.h"
 #include "preload/support/descriptors.h"
 #include "preload/support/log.h"
@@ -203,10 +205,12 @@ bool merge_without_a_stalled_thread() {
     if (g_merger.buffers_held() <= kMaxBuffers / 2) return false;
     if (!said) {
         said = true;
-        format::RecordEncoder error(format::RecordKind::TracerError);
+        format::RecordEncoder error(format::records::TracerError::kKind);
         uint8_t bytes[256];
-        error.varint(now_ticks()).string("a thread stayed inside the tracer while half its buffers filled: events were "
-                                         "merged without waiting for it, and its frees may be left unmatched");
+        format::encode(error, format::records::TracerError{
+                                  now_ticks(), format::Bytes::of("a thread stayed inside the tracer while half its buffers "
+                                                                 "filled: events were merged without waiting for it, and "
+                                                                 "its frees may be left unmatched")});
         append(bytes, error.finish(bytes));
     }
     return true;
@@ -253,8 +257,8 @@ void write_thread_runs(bool current, bool final) {
 }
 
 void emit_time_mark() {
-    format::RecordEncoder mark(format::RecordKind::TimeMark);
-    writer_emit(mark.varint(now_ticks()).varint(monotonic_ns()).varint(read_rss_bytes()));
+    format::RecordEncoder mark(format::records::TimeMark::kKind);
+    writer_emit(format::encode(mark, format::records::TimeMark{now_ticks(), monotonic_ns(), read_rss_bytes()}));
 }
 
 // `write`: the block goes to the file now (not only when it is due). `drain` (an exec, or the
@@ -283,8 +287,8 @@ void cycle(bool final, bool write, bool drain = false) {
         if (every_thread && sampling_enabled()) g_compactor.write_miss_counts(now_ticks(), final, append_compacted);
         if (final || drain) g_compactor.write_ledger();
         if (final) {
-            format::RecordEncoder end(format::RecordKind::End);
-            end.varint(now_ticks()).varint(monotonic_ns());
+            format::RecordEncoder end(format::records::End::kKind);
+            format::encode(end, format::records::End{now_ticks(), monotonic_ns()});
             uint8_t bytes[32];
             append(bytes, end.finish(bytes));
         }

@@ -1,10 +1,8 @@
 // The HTML report's pure functions: formatting of figures and axes, titles of findings, the
 // stacks a finding shows, and the order of the page (root causes with their evidence, then the
 // rest). No DOM here: report.js draws with these, and tests/js/ runs them under node.
-(function (root, factory) {
-  if (typeof module === 'object' && module.exports) module.exports = factory();
-  else root.growtraceFormat = factory();
-}(this, function () {
+// One script of its own in the page, where its functions and `growtraceFormat` are the page's;
+// a module under node (tests/js/).
 'use strict';
 
 function num(x) { var n = Number(x); return isFinite(n) ? n : 0; }
@@ -316,7 +314,7 @@ function verdictText(data) {
          ' (' + nf + ', ' + bytes(held) + ' retained)';
 }
 
-return {
+var growtraceFormat = {
   num: num, bytes: bytes, seconds: seconds, count: count, plural: plural, perSecond: perSecond,
   shorten: shorten, basename: basename,
   niceStep: niceStep, axisTicks: axisTicks, tickLabels: tickLabels, assignAxes: assignAxes, UNIT_NAMES: UNIT_NAMES,
@@ -329,4 +327,4 @@ return {
   relationLabel: relationLabel, findingId: findingId, organize: organize, evidenceGroups: evidenceGroups,
   verdictText: verdictText
 };
-}));
+if (typeof module === 'object' && module.exports) module.exports = growtraceFormat;

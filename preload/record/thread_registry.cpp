@@ -1,8 +1,7 @@
 #include "preload/record/thread_registry.h"
 
-#include <sched.h>
-
 #include <cstdlib>
+#include <ctime>
 #include <new>
 
 #include "preload/support/clock.h"
@@ -25,10 +24,13 @@ ThreadState* g_threads = nullptr;
 uint32_t g_next_stream = 1;  // under g_registry_mutex; 0 is g_late's
 
 // How long a collection waits for a thread in the middle of an event before leaving it for the
-// next one: an event takes a microsecond or so; a thread preempted inside one gets the core
-// back through the yields.
+// next one: an event takes a microsecond or so. A thread preempted inside one waits in another
+// core's run queue, where yielding this core does not reach it; a short sleep leaves this core
+// idle, and the scheduler pulls a waiting thread onto an idle core at once. Up to 2 ms: left
+// for the next collection, a thread holds every other thread's events back in the merger.
 constexpr int kSpinsForBusyThread = 2000;
-constexpr int kYieldsForBusyThread = 16;
+constexpr int kNapsForBusyThread = 40;
+constexpr long kNapNs = 50'000;
 
 // Locks `ts` for the writer, waiting a moment for a thread that is writing an event or may
 // take back the free it just wrote. False: left for the next collection.
@@ -40,9 +42,13 @@ bool lock_for_collection(ThreadState* ts) {
         } else if (ts->awaiting_buffer.load()) {
             return false;  // it waits for this thread: never wait for it
         }
-        if (attempt >= kSpinsForBusyThread + kYieldsForBusyThread) return false;
-        if (attempt < kSpinsForBusyThread) __builtin_ia32_pause();
-        else sched_yield();
+        if (attempt >= kSpinsForBusyThread + kNapsForBusyThread) return false;
+        if (attempt < kSpinsForBusyThread) {
+            __builtin_ia32_pause();
+        } else {
+            timespec nap{0, kNapNs};
+            nanosleep(&nap, nullptr);
+        }
     }
 }
 

@@ -239,15 +239,18 @@ void hand_buffers_to_merger(bool current) {
 // sampled trace takes them once a second) the full queue still goes in, so a producer never
 // waits longer for a free buffer than in a full trace; its events wait in the merger until a
 // collection says how far each thread has come. Should half the pool still wait after the
-// merge, a collection is made at once; only if that frees nothing is a thread stalled.
-// Sampled traces keep the block whole while the compactor works (g_hold_cut).
+// merge, a collection is made at once, in a full trace too: a thread found in the middle of an
+// event at the cycle's collection (left for the next one) holds every other thread's events
+// back until then, and on a busy machine the next cycle can be a long way off. Only if that
+// collection frees nothing is a thread stalled. Sampled traces keep the block whole while the
+// compactor works (g_hold_cut).
 void write_thread_runs(bool current, bool final) {
     hand_buffers_to_merger(current);
     g_compactor.mark_exit(g_exit_ticks.load(std::memory_order_relaxed));
     g_compactor.begin(append_compacted);
     g_hold_cut = sampling_enabled();
     g_merger.merge(g_compactor, final, release_buffer);
-    if (!final && !current && g_merger.buffers_held() > kMaxBuffers / 2) {
+    if (!final && g_merger.buffers_held() > kMaxBuffers / 2) {
         hand_buffers_to_merger(true);
         g_merger.merge(g_compactor, false, release_buffer);
     }

@@ -26,15 +26,18 @@ uint32_t g_next_stream = 1;  // under g_registry_mutex; 0 is g_late's
 // How long a collection waits for a thread in the middle of an event before leaving it for the
 // next one: an event takes a microsecond or so. A thread preempted inside one waits in another
 // core's run queue, where yielding this core does not reach it; a short sleep leaves this core
-// idle, and the scheduler pulls a waiting thread onto an idle core at once. Up to 2 ms: left
-// for the next collection, a thread holds every other thread's events back in the merger.
+// idle, and the scheduler pulls a waiting thread onto an idle core at once. Up to 2 ms a
+// collection, for all threads together (it holds the registry's lock, which a new thread's
+// first event takes): left for the next collection, a thread holds every other thread's
+// events back in the merger.
 constexpr int kSpinsForBusyThread = 2000;
-constexpr int kNapsForBusyThread = 40;
+constexpr int kNapsPerCollection = 40;
 constexpr long kNapNs = 50'000;
 
 // Locks `ts` for the writer, waiting a moment for a thread that is writing an event or may
-// take back the free it just wrote. False: left for the next collection.
-bool lock_for_collection(ThreadState* ts) {
+// take back the free it just wrote, napping while the collection's `naps_left` last. False:
+// left for the next collection.
+bool lock_for_collection(ThreadState* ts, int& naps_left) {
     for (int attempt = 0;; ++attempt) {
         if (!ts->busy.exchange(true, std::memory_order_acquire)) {
             if (!ts->holding_free) return true;
@@ -42,13 +45,14 @@ bool lock_for_collection(ThreadState* ts) {
         } else if (ts->awaiting_buffer.load()) {
             return false;  // it waits for this thread: never wait for it
         }
-        if (attempt >= kSpinsForBusyThread + kNapsForBusyThread) return false;
         if (attempt < kSpinsForBusyThread) {
             __builtin_ia32_pause();
-        } else {
-            timespec nap{0, kNapNs};
-            nanosleep(&nap, nullptr);
+            continue;
         }
+        if (naps_left <= 0) return false;
+        --naps_left;
+        timespec nap{0, kNapNs};
+        nanosleep(&nap, nullptr);
     }
 }
 
@@ -131,9 +135,10 @@ uint64_t thread_registry_collect(const CollectSink& sink) {
     // Read after the registry is locked: a thread that registers later reads its events' times
     // later still; one whose lock is taken below writes its next events after this time.
     const uint64_t now = collection_ticks();
+    int naps_left = kNapsPerCollection;
     ThreadState** link = &g_threads;
     while (ThreadState* ts = *link) {
-        if (lock_for_collection(ts)) {
+        if (lock_for_collection(ts, naps_left)) {
             const bool gone = ts->exited;
             lost += hand_over(ts, sink, now);
             if (gone) {
@@ -148,7 +153,7 @@ uint64_t thread_registry_collect(const CollectSink& sink) {
         link = &ts->next;
     }
     pthread_mutex_unlock(&g_registry_mutex);
-    if (lock_for_collection(&g_late)) lost += hand_over(&g_late, sink, now);
+    if (lock_for_collection(&g_late, naps_left)) lost += hand_over(&g_late, sink, now);
     else sink.note(g_late.stream, g_late.awaiting_buffer.load() ? now : 0, false);
     return lost;
 }

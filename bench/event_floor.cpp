@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "churn_worker.h"
 #include "format/varint.h"
 #include "preload/capture/cfi_unwinder.h"
 #include "preload/capture/stack_tree.h"
@@ -138,51 +139,18 @@ struct CaptureAndIntern : Capture {
     }
 };
 
-// bench/malloc_heavy.cpp's worker, with the part called where the tracer's hooks would be.
-struct Worker {
-    static constexpr int kSlots = 64;
-    void* slots[kSlots] = {};
-    unsigned state = 1;
-    unsigned long long checksum = 0;
-    Part* part;
-
-    explicit Worker(Part* p) : part(p) {}
-    unsigned next() {
-        state = state * 1103515245u + 12345u;
-        return state >> 8;
-    }
-    __attribute__((noinline)) void allocate_at(int depth) {
-        if (depth > 0) {
-            allocate_at(depth - 1);
-            asm volatile("" ::: "memory");
-            return;
-        }
-        unsigned r = next();
-        size_t size = 16u << (r % 8);
-        int slot = static_cast<int>(r >> 4) % kSlots;
-        if (slots[slot]) part->on_free(slots[slot]);
-        free(slots[slot]);
-        auto* p = static_cast<unsigned char*>(malloc(size));
-        part->on_alloc(p, size);
-        p[0] = static_cast<unsigned char>(r);
-        checksum += p[0];
-        slots[slot] = p;
-    }
-    double ns_per_pair(long pairs) {
-        auto begin = std::chrono::steady_clock::now();
-        for (long i = 0; i < pairs; ++i) allocate_at(1 + static_cast<int>(next() % 9));
-        auto end = std::chrono::steady_clock::now();
-        for (void*& p : slots) {
-            free(p);
-            p = nullptr;
-        }
-        return std::chrono::duration<double, std::nano>(end - begin).count() / static_cast<double>(pairs);
-    }
-};
+// The time of one worker's `pairs` pairs, the part called where the tracer's hooks would be.
+double ns_per_pair(Part& part, long pairs) {
+    ChurnWorker<Part> worker(1, part);
+    auto begin = std::chrono::steady_clock::now();
+    worker.run(pairs);
+    auto end = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::nano>(end - begin).count() / static_cast<double>(pairs);
+}
 
 double median_ns(Part& part, long pairs) {
     std::vector<double> runs;
-    for (int i = 0; i < 5; ++i) runs.push_back(Worker(&part).ns_per_pair(pairs));
+    for (int i = 0; i < 5; ++i) runs.push_back(ns_per_pair(part, pairs));
     std::sort(runs.begin(), runs.end());
     return runs[runs.size() / 2];
 }

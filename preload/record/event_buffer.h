@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace growtrace::preload {
+#include "preload/support/trace_state.h"
 
-enum class SessionOrigin;
+namespace growtrace::preload {
 
 inline constexpr size_t kBufferBytes = 64 * 1024;
 // 512 x 64 KiB = 32 MiB of events in flight at most before producers wait for the writer.

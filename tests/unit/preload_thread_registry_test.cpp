@@ -16,7 +16,6 @@
 namespace growtrace::preload {
 
 // What the registry calls in the rest of the library, which this test leaves out.
-__thread bool t_in_tracer __attribute__((tls_model("initial-exec"))) = false;
 void unwinder_close_for_fork() {}
 void unwinder_wait_for(const std::atomic<int>&) {}
 void unwinder_open_after_fork() {}

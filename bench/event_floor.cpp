@@ -111,6 +111,14 @@ struct Capture : Part {
     void on_free(void*) override {}
 };
 
+// The same walk without the memo: every frame stepped by its CFI rule.
+struct CaptureWithoutMemo : Part {
+    uint64_t ips[kMaxWalkFrames];
+    int depth = 0;
+    void on_alloc(void*, size_t) override { depth = cfi_backtrace(ips, kMaxWalkFrames, nullptr); }
+    void on_free(void*) override {}
+};
+
 // The stack's node id: capture, then the walk interned from the outermost frame in, reusing
 // the part shared with the previous stack and the thread's memo of lookups (as the recorder).
 struct CaptureAndIntern : Capture {
@@ -164,6 +172,7 @@ int main(int argc, char** argv) {
     Lock lock;
     Encode encode;
     Capture capture;
+    CaptureWithoutMemo capture_without_memo;
     CaptureAndIntern intern;
     const double base = median_ns(nothing, pairs);
     std::printf("%-34s %6.1f ns a pair\n", "malloc + free (the program alone)", base);
@@ -175,6 +184,7 @@ int main(int argc, char** argv) {
         {"+ lock (xchg, store at each event)", &lock},
         {"+ records (Alloc + Free encoded)", &encode},
         {"+ native stack walk (memo)", &capture},
+        {"+ native stack walk (no memo)", &capture_without_memo},
         {"+ walk and stack tree lookups", &intern},
     };
     for (const Row& row : rows) {

@@ -142,10 +142,11 @@ typedef struct growtrace_py_api {
        Py_AddPendingCall (from the main thread, the one place where CPython 3.10 to 3.12 act on
        a pending call at once). NULL stops it. Present when `size` covers it. */
     void (*set_tick)(void (*tick)(void));
-    /* The calling thread's allocations and frees are the tracer's own (on = 1) or the program's
-       again (on = 0) until further notice: a container walk is not the program's memory, though
-       it runs inside the program's frames. Returns the previous state. Present when `size`
-       covers it. */
+    /* The calling thread's allocations are the agent's own (on = 1) or the program's again
+       (on = 0) until further notice: a container walk is not the program's memory, though it
+       runs inside the program's frames. Its frees are recorded either way: a program object the
+       walk held the last reference to is freed by the walk. Returns the previous state. Present
+       when `size` covers it. */
     int (*own_work)(int on);
 } growtrace_py_api;
 

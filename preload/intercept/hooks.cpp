@@ -77,11 +77,15 @@ inline bool ready() {
     return g_resolved.load(std::memory_order_acquire);
 }
 
-inline bool should_trace() { return !t_in_tracer && tracer_active(); }
+inline bool should_trace_free() { return program_frees() && tracer_active(); }
 
 // After sample_skip(): whether to record an allocation of `size` bytes (full mode: whenever
 // the tracer runs; sampled mode: also a sample).
-inline bool should_record(size_t size) { return sample_take(size) && should_trace(); }
+inline bool should_record(size_t size) { return sample_take(size) && program_allocates() && tracer_active(); }
+
+// A resize's new block is recorded when it is a sample (every block in full mode) made by the
+// program; the old one is recorded freed when it may be a live sample.
+inline bool resize_records_new(size_t size) { return !sample_skip(size) && sample_take(size) && program_allocates(); }
 
 // The interposed function's own frame, where the walk of the stack starts (cfi_unwinder.h).
 // Taken in the exported function itself, which it gives a frame pointer.
@@ -159,7 +163,7 @@ __attribute__((visibility("default"))) void* malloc(size_t size) {
 
 __attribute__((visibility("default"))) void free(void* ptr) {
     if (!ptr || in_arena(ptr)) return;
-    if (!sample_maybe_live(ptr) || !should_trace()) return g_real.free(ptr);
+    if (!sample_maybe_live(ptr) || !should_trace_free()) return g_real.free(ptr);
     RecursionGuard guard;
     record_free(ptr);  // before the real free: the address may be reused at once
     g_real.free(ptr);
@@ -192,8 +196,8 @@ __attribute__((visibility("default"))) void* realloc(void* ptr, size_t size) {
     if (!ready()) return arena_alloc(size);
     // Sampled: the old block is recorded as freed if it is a sample, the new one is sampled as
     // any allocation of `size` bytes.
-    bool sample = !sample_skip(size) && sample_take(size);
-    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace()) return g_real.realloc(ptr, size);
+    bool sample = resize_records_new(size);
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace_free()) return g_real.realloc(ptr, size);
     RecursionGuard guard;
     FreeBeforeResize old(ptr);
     void* result = g_real.realloc(ptr, size);
@@ -212,8 +216,9 @@ __attribute__((visibility("default"))) void* reallocarray(void* ptr, size_t coun
         return nullptr;
     }
     if (!ready() || !g_real.reallocarray) return realloc(ptr, total);
-    bool sample = !sample_skip(total) && sample_take(total);
-    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace()) return g_real.reallocarray(ptr, count, size);
+    bool sample = resize_records_new(total);
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace_free())
+        return g_real.reallocarray(ptr, count, size);
     RecursionGuard guard;
     FreeBeforeResize old(ptr);
     void* result = g_real.reallocarray(ptr, count, size);

@@ -216,8 +216,8 @@ void container_walk(uint32_t flags, uint64_t walk_ns, const growtrace_py_contain
 void set_tick(void (*tick)(void)) { set_walk_tick(tick); }
 
 int own_work(int on) {
-    const bool was = t_in_tracer;
-    t_in_tracer = on != 0;
+    const bool was = t_agent_work;
+    t_agent_work = on != 0;
     return was;
 }
 
@@ -321,7 +321,7 @@ extern "C" __attribute__((visibility("default"))) int PyType_Ready(void* type) {
     python::TypeReadyFn real = python::real_type_ready();
     if (!real) return -1;
     int rc = real(type);
-    if (rc == 0 && type && !t_in_tracer && tracer_active() && python::present()) python::record_heap_type(type);
+    if (rc == 0 && type && program_allocates() && tracer_active() && python::present()) python::record_heap_type(type);
     return rc;
 }
 

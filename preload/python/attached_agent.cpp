@@ -130,7 +130,13 @@ void* stop_main(void* arg) {
     wait_for_start();
     if (usable()) {
         int gil = api().gil_ensure();
+        // The detach's last walk is the agent's own work, not the tracer's: a program object
+        // it holds the last reference to is freed by the program (recursion_guard.h).
+        t_in_tracer = false;
+        t_agent_work = true;
         run_detach();
+        t_agent_work = false;
+        t_in_tracer = true;
         uninstall_allocator_hooks();
         api().gil_release(gil);
     }

@@ -85,12 +85,12 @@ void route_debug_malloc_stats() {
 // Sampled mode: `sample` counts the bytes once and decides (preload/record/sampler.h).
 void* hooked_malloc(void* ctx, size_t size) {
     MemAllocator& o = original(ctx);
-    if (g_route_pending.load(std::memory_order_relaxed) && !t_in_tracer) [[unlikely]]
+    if (g_route_pending.load(std::memory_order_relaxed) && program_allocates()) [[unlikely]]
         route_debug_malloc_stats();
-    if (g_walk_wanted.load(std::memory_order_relaxed) && !t_in_tracer) [[unlikely]]
+    if (g_walk_wanted.load(std::memory_order_relaxed) && program_allocates()) [[unlikely]]
         request_walk();
     PythonAllocationSample sample(size);
-    if (!sample || t_in_tracer || !tracer_active()) return o.malloc(o.ctx, size);
+    if (!sample || !program_allocates() || !tracer_active()) return o.malloc(o.ctx, size);
     RecursionGuard guard;
     void* p = o.malloc(o.ctx, size);
     if (p) record_python_alloc(p, size);
@@ -100,7 +100,7 @@ void* hooked_malloc(void* ctx, size_t size) {
 void* hooked_calloc(void* ctx, size_t count, size_t size) {
     MemAllocator& o = original(ctx);
     PythonAllocationSample sample(count * size);
-    if (!sample || t_in_tracer || !tracer_active()) return o.calloc(o.ctx, count, size);
+    if (!sample || !program_allocates() || !tracer_active()) return o.calloc(o.ctx, count, size);
     RecursionGuard guard;
     void* p = o.calloc(o.ctx, count, size);
     if (p) record_python_alloc(p, count * size);
@@ -110,13 +110,14 @@ void* hooked_calloc(void* ctx, size_t count, size_t size) {
 void* hooked_realloc(void* ctx, void* ptr, size_t size) {
     MemAllocator& o = original(ctx);
     PythonAllocationSample sample(size);
-    if ((!sample && !(ptr && sample_maybe_live(ptr))) || t_in_tracer || !tracer_active())
+    const bool record_new = sample && program_allocates();
+    if ((!record_new && !(ptr && sample_maybe_live(ptr))) || !program_frees() || !tracer_active())
         return o.realloc(o.ctx, ptr, size);
     RecursionGuard guard;
     FreeBeforeResize old(ptr);  // before the call: the address may be reused at once
     void* p = o.realloc(o.ctx, ptr, size);
     if (p) {
-        if (sample) record_python_alloc(p, size);
+        if (record_new) record_python_alloc(p, size);
     } else if (ptr && !old.take_back()) {
         // A failed PyMem_Realloc never frees the old block (not even for size 0), but its
         // size is the allocator's secret: recorded alive again, without bytes.
@@ -127,7 +128,7 @@ void* hooked_realloc(void* ctx, void* ptr, size_t size) {
 
 void hooked_free(void* ctx, void* ptr) {
     MemAllocator& o = original(ctx);
-    if (ptr && sample_maybe_live(ptr) && !t_in_tracer && tracer_active()) {
+    if (ptr && sample_maybe_live(ptr) && program_frees() && tracer_active()) {
         RecursionGuard guard;
         record_free(ptr);
         o.free(o.ctx, ptr);

@@ -8,6 +8,19 @@ namespace growtrace::preload {
 
 extern __thread bool t_in_tracer __attribute__((tls_model("initial-exec")));
 
+// The CPython agent's own work (its container walks, its start and detach when attached) runs
+// Python code on a program thread or one of ours. What it allocates is not the program's, but
+// what it frees may be: the walk holds references to program objects (every tracked object in
+// its heap pass, a cache's newest entries), and when another thread drops one meanwhile, the
+// walk's reference is the last and the object is freed inside the walk. So while this is set
+// allocations are not recorded and frees are (a free of the agent's own block is an untraced
+// free, which the ledger counts as such).
+extern __thread bool t_agent_work __attribute__((tls_model("initial-exec")));
+
+// Whether an allocation or a free of the calling thread belongs to the program.
+inline bool program_allocates() { return !t_in_tracer && !t_agent_work; }
+inline bool program_frees() { return !t_in_tracer; }
+
 class RecursionGuard {
 public:
     RecursionGuard() : was_set_(t_in_tracer) { t_in_tracer = true; }

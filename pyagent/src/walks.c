@@ -2,7 +2,8 @@
  * _ContainerWalker), and containers.c has what it reports. It runs on the program's own threads,
  * never on one of ours: at the start of a collection (gc_callbacks.c) or as a pending call
  * (Py_AddPendingCall, queued from the library's tick on the main thread), once its time has
- * come, and always as the agent's own work, which the library does not record. */
+ * come, and always as the agent's own work, whose allocations the library does not record (it
+ * records every free: a program object the walk held last is freed by the walk). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -39,14 +40,16 @@ static long long thread_cpu_ns(void) {
 }
 
 /* Calls callable(arg) (or callable() when arg is NULL) with the library told that what is
-   allocated meanwhile is the agent's own work, not the program's: it records none of it. */
+   allocated meanwhile is the agent's own work, not the program's: it records no allocation.
+   It still records frees: another thread may drop a program object while the walk holds a
+   reference to it, and the walk's release then frees it here. */
 static PyObject *call_as_own_work(PyObject *callable, PyObject *arg) {
     /* The function, not g_native, is kept: the call may let another thread take the GIL, and
        a detach there sets g_native to NULL (stop()) before this thread comes back. The library
        stays loaded after a detach, so its function may still be called. */
     int (*own_work)(int) = native_has(offsetof(growtrace_py_api, own_work)) ? g_native->own_work : NULL;
-    /* No collection may start inside: what it frees is the program's, and the library records
-       nothing while the agent works. */
+    /* No collection may start inside: it would run the program's finalizers and gc callbacks,
+       whose allocations are the program's, where the library records none. */
     int gc_was_enabled = PyGC_Disable();
     int was_own = own_work ? own_work(1) : 0;
     /* The objects the walk made are not the program's: gc.get_count() must say after the walk

@@ -77,7 +77,21 @@ inline bool ready() {
     return g_resolved.load(std::memory_order_acquire);
 }
 
-inline bool should_trace_free() { return program_frees() && tracer_active(); }
+inline bool should_trace_free(const void* ptr) { return records_free_of(ptr) && tracer_active(); }
+
+// Recording a free that the allocator a Python hook wraps makes is the tracer's own work again:
+// nothing it calls is recorded (the guard), and no free of it counts as the allocator's.
+class RecordingGuard {
+public:
+    RecordingGuard() : was_wrapped_(t_in_wrapped_allocator) { t_in_wrapped_allocator = false; }
+    ~RecordingGuard() { t_in_wrapped_allocator = was_wrapped_; }
+    RecordingGuard(const RecordingGuard&) = delete;
+    RecordingGuard& operator=(const RecordingGuard&) = delete;
+
+private:
+    RecursionGuard guard_;
+    bool was_wrapped_;
+};
 
 // After sample_skip(): whether to record an allocation of `size` bytes (full mode: whenever
 // the tracer runs; sampled mode: also a sample).
@@ -163,8 +177,8 @@ __attribute__((visibility("default"))) void* malloc(size_t size) {
 
 __attribute__((visibility("default"))) void free(void* ptr) {
     if (!ptr || in_arena(ptr)) return;
-    if (!sample_maybe_live(ptr) || !should_trace_free()) return g_real.free(ptr);
-    RecursionGuard guard;
+    if (!sample_maybe_live(ptr) || !should_trace_free(ptr)) return g_real.free(ptr);
+    RecordingGuard guard;
     record_free(ptr);  // before the real free: the address may be reused at once
     g_real.free(ptr);
 }
@@ -197,8 +211,8 @@ __attribute__((visibility("default"))) void* realloc(void* ptr, size_t size) {
     // Sampled: the old block is recorded as freed if it is a sample, the new one is sampled as
     // any allocation of `size` bytes.
     bool sample = resize_records_new(size);
-    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace_free()) return g_real.realloc(ptr, size);
-    RecursionGuard guard;
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace_free(ptr)) return g_real.realloc(ptr, size);
+    RecordingGuard guard;
     FreeBeforeResize old(ptr);
     void* result = g_real.realloc(ptr, size);
     if (result) {
@@ -217,9 +231,9 @@ __attribute__((visibility("default"))) void* reallocarray(void* ptr, size_t coun
     }
     if (!ready() || !g_real.reallocarray) return realloc(ptr, total);
     bool sample = resize_records_new(total);
-    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace_free())
+    if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace_free(ptr))
         return g_real.reallocarray(ptr, count, size);
-    RecursionGuard guard;
+    RecordingGuard guard;
     FreeBeforeResize old(ptr);
     void* result = g_real.reallocarray(ptr, count, size);
     if (result) {

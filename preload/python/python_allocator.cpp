@@ -81,7 +81,14 @@ void route_debug_malloc_stats() {
 }
 
 // The original allocator may itself call malloc (pymalloc does for large blocks): the guard
-// keeps that inner call from being recorded a second time.
+// keeps that inner call from being recorded a second time, while a free it makes of another
+// block is recorded (WrappedAllocatorCall, recursion_guard.h).
+template <class Call>
+void* call_wrapped(const void* own_block, Call call) {
+    WrappedAllocatorCall wrapped(own_block);
+    return call();
+}
+
 // Sampled mode: `sample` counts the bytes once and decides (preload/record/sampler.h).
 void* hooked_malloc(void* ctx, size_t size) {
     MemAllocator& o = original(ctx);
@@ -92,7 +99,7 @@ void* hooked_malloc(void* ctx, size_t size) {
     PythonAllocationSample sample(size);
     if (!sample || !program_allocates() || !tracer_active()) return o.malloc(o.ctx, size);
     RecursionGuard guard;
-    void* p = o.malloc(o.ctx, size);
+    void* p = call_wrapped(nullptr, [&] { return o.malloc(o.ctx, size); });
     if (p) record_python_alloc(p, size);
     return p;
 }
@@ -102,7 +109,7 @@ void* hooked_calloc(void* ctx, size_t count, size_t size) {
     PythonAllocationSample sample(count * size);
     if (!sample || !program_allocates() || !tracer_active()) return o.calloc(o.ctx, count, size);
     RecursionGuard guard;
-    void* p = o.calloc(o.ctx, count, size);
+    void* p = call_wrapped(nullptr, [&] { return o.calloc(o.ctx, count, size); });
     if (p) record_python_alloc(p, count * size);
     return p;
 }
@@ -115,7 +122,7 @@ void* hooked_realloc(void* ctx, void* ptr, size_t size) {
         return o.realloc(o.ctx, ptr, size);
     RecursionGuard guard;
     FreeBeforeResize old(ptr);  // before the call: the address may be reused at once
-    void* p = o.realloc(o.ctx, ptr, size);
+    void* p = call_wrapped(ptr, [&] { return o.realloc(o.ctx, ptr, size); });
     if (p) {
         if (record_new) record_python_alloc(p, size);
     } else if (ptr && !old.take_back()) {
@@ -131,6 +138,7 @@ void hooked_free(void* ctx, void* ptr) {
     if (ptr && sample_maybe_live(ptr) && program_frees() && tracer_active()) {
         RecursionGuard guard;
         record_free(ptr);
+        WrappedAllocatorCall call(ptr);
         o.free(o.ctx, ptr);
         return;
     }

@@ -4,6 +4,8 @@
 // unlike the general-dynamic model whose first access calls __tls_get_addr -> malloc.
 #pragma once
 
+#include <cstdint>
+
 namespace growtrace::preload {
 
 extern __thread bool t_in_tracer __attribute__((tls_model("initial-exec")));
@@ -20,6 +22,40 @@ extern __thread bool t_agent_work __attribute__((tls_model("initial-exec")));
 // Whether an allocation or a free of the calling thread belongs to the program.
 inline bool program_allocates() { return !t_in_tracer && !t_agent_work; }
 inline bool program_frees() { return !t_in_tracer; }
+
+// A Python allocator hook calls the allocator it wraps (pymalloc) with the guard held. pymalloc
+// may call malloc for the hook's own block, which the hook records once; but it also frees
+// blocks of its own that were recorded before the hooks wrapped it (its table of arenas, made
+// during the interpreter's start, is freed when the table grows). While a hook's call runs,
+// the native hooks record the free of any block but `t_wrapped_block`, the one the hook itself
+// frees or resizes (0: none).
+extern __thread bool t_in_wrapped_allocator __attribute__((tls_model("initial-exec")));
+extern __thread uintptr_t t_wrapped_block __attribute__((tls_model("initial-exec")));
+
+class WrappedAllocatorCall {
+public:
+    explicit WrappedAllocatorCall(const void* own_block = nullptr)
+        : was_in_(t_in_wrapped_allocator), was_block_(t_wrapped_block) {
+        t_in_wrapped_allocator = true;
+        t_wrapped_block = reinterpret_cast<uintptr_t>(own_block);
+    }
+    ~WrappedAllocatorCall() {
+        t_in_wrapped_allocator = was_in_;
+        t_wrapped_block = was_block_;
+    }
+    WrappedAllocatorCall(const WrappedAllocatorCall&) = delete;
+    WrappedAllocatorCall& operator=(const WrappedAllocatorCall&) = delete;
+
+private:
+    bool was_in_;
+    uintptr_t was_block_;
+};
+
+// Whether a free of `ptr` is to be recorded: the program's, or one the wrapped allocator makes
+// of another block than its hook's.
+inline bool records_free_of(const void* ptr) {
+    return program_frees() || (t_in_wrapped_allocator && reinterpret_cast<uintptr_t>(ptr) != t_wrapped_block);
+}
 
 class RecursionGuard {
 public:

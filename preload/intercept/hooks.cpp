@@ -79,20 +79,6 @@ inline bool ready() {
 
 inline bool should_trace_free(const void* ptr) { return records_free_of(ptr) && tracer_active(); }
 
-// Recording a free that the allocator a Python hook wraps makes is the tracer's own work again:
-// nothing it calls is recorded (the guard), and no free of it counts as the allocator's.
-class RecordingGuard {
-public:
-    RecordingGuard() : was_wrapped_(t_in_wrapped_allocator) { t_in_wrapped_allocator = false; }
-    ~RecordingGuard() { t_in_wrapped_allocator = was_wrapped_; }
-    RecordingGuard(const RecordingGuard&) = delete;
-    RecordingGuard& operator=(const RecordingGuard&) = delete;
-
-private:
-    RecursionGuard guard_;
-    bool was_wrapped_;
-};
-
 // After sample_skip(): whether to record an allocation of `size` bytes (full mode: whenever
 // the tracer runs; sampled mode: also a sample).
 inline bool should_record(size_t size) { return sample_take(size) && program_allocates() && tracer_active(); }

@@ -71,4 +71,18 @@ private:
     bool was_set_;
 };
 
+// A native hook's recording: the tracer's own work, also when the hook runs inside a wrapped
+// allocator's call (recording a free pymalloc makes): nothing the recording calls is recorded.
+class RecordingGuard {
+public:
+    RecordingGuard() : was_wrapped_(t_in_wrapped_allocator) { t_in_wrapped_allocator = false; }
+    ~RecordingGuard() { t_in_wrapped_allocator = was_wrapped_; }
+    RecordingGuard(const RecordingGuard&) = delete;
+    RecordingGuard& operator=(const RecordingGuard&) = delete;
+
+private:
+    RecursionGuard guard_;
+    bool was_wrapped_;
+};
+
 }  // namespace growtrace::preload

@@ -164,7 +164,7 @@ __attribute__((visibility("default"))) void* malloc(size_t size) {
 __attribute__((visibility("default"))) void free(void* ptr) {
     if (!ptr || in_arena(ptr)) return;
     if (!sample_maybe_live(ptr) || !should_trace_free(ptr)) return g_real.free(ptr);
-    RecordingGuard guard;
+    RecursionGuard guard;
     record_free(ptr);  // before the real free: the address may be reused at once
     g_real.free(ptr);
 }
@@ -198,7 +198,7 @@ __attribute__((visibility("default"))) void* realloc(void* ptr, size_t size) {
     // any allocation of `size` bytes.
     bool sample = resize_records_new(size);
     if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace_free(ptr)) return g_real.realloc(ptr, size);
-    RecordingGuard guard;
+    RecursionGuard guard;
     FreeBeforeResize old(ptr);
     void* result = g_real.realloc(ptr, size);
     if (result) {
@@ -219,7 +219,7 @@ __attribute__((visibility("default"))) void* reallocarray(void* ptr, size_t coun
     bool sample = resize_records_new(total);
     if ((!sample && !(ptr && sample_maybe_live(ptr))) || !should_trace_free(ptr))
         return g_real.reallocarray(ptr, count, size);
-    RecordingGuard guard;
+    RecursionGuard guard;
     FreeBeforeResize old(ptr);
     void* result = g_real.reallocarray(ptr, count, size);
     if (result) {

@@ -83,11 +83,6 @@ void route_debug_malloc_stats() {
 // The original allocator may itself call malloc (pymalloc does for large blocks): the guard
 // keeps that inner call from being recorded a second time, while a free it makes of another
 // block is recorded (WrappedAllocatorCall, recursion_guard.h).
-template <class Call>
-void* call_wrapped(const void* own_block, Call call) {
-    WrappedAllocatorCall wrapped(own_block);
-    return call();
-}
 
 // Sampled mode: `sample` counts the bytes once and decides (preload/record/sampler.h).
 void* hooked_malloc(void* ctx, size_t size) {
@@ -99,7 +94,11 @@ void* hooked_malloc(void* ctx, size_t size) {
     PythonAllocationSample sample(size);
     if (!sample || !program_allocates() || !tracer_active()) return o.malloc(o.ctx, size);
     RecursionGuard guard;
-    void* p = call_wrapped(nullptr, [&] { return o.malloc(o.ctx, size); });
+    void* p;
+    {
+        WrappedAllocatorCall call;
+        p = o.malloc(o.ctx, size);
+    }
     if (p) record_python_alloc(p, size);
     return p;
 }
@@ -109,7 +108,11 @@ void* hooked_calloc(void* ctx, size_t count, size_t size) {
     PythonAllocationSample sample(count * size);
     if (!sample || !program_allocates() || !tracer_active()) return o.calloc(o.ctx, count, size);
     RecursionGuard guard;
-    void* p = call_wrapped(nullptr, [&] { return o.calloc(o.ctx, count, size); });
+    void* p;
+    {
+        WrappedAllocatorCall call;
+        p = o.calloc(o.ctx, count, size);
+    }
     if (p) record_python_alloc(p, count * size);
     return p;
 }
@@ -122,7 +125,11 @@ void* hooked_realloc(void* ctx, void* ptr, size_t size) {
         return o.realloc(o.ctx, ptr, size);
     RecursionGuard guard;
     FreeBeforeResize old(ptr);  // before the call: the address may be reused at once
-    void* p = call_wrapped(ptr, [&] { return o.realloc(o.ctx, ptr, size); });
+    void* p;
+    {
+        WrappedAllocatorCall call(ptr);
+        p = o.realloc(o.ctx, ptr, size);
+    }
     if (p) {
         if (record_new) record_python_alloc(p, size);
     } else if (ptr && !old.take_back()) {

@@ -57,10 +57,19 @@ inline bool records_free_of(const void* ptr) {
     return program_frees() || (t_in_wrapped_allocator && reinterpret_cast<uintptr_t>(ptr) != t_wrapped_block);
 }
 
+// The tracer's own work. Also when it runs inside a wrapped allocator's call (a native hook
+// recording a free that pymalloc makes): nothing it calls is recorded, as the allocator's or
+// anyone's.
 class RecursionGuard {
 public:
-    RecursionGuard() : was_set_(t_in_tracer) { t_in_tracer = true; }
-    ~RecursionGuard() { t_in_tracer = was_set_; }
+    RecursionGuard() : was_set_(t_in_tracer), was_wrapped_(t_in_wrapped_allocator) {
+        t_in_tracer = true;
+        t_in_wrapped_allocator = false;
+    }
+    ~RecursionGuard() {
+        t_in_tracer = was_set_;
+        t_in_wrapped_allocator = was_wrapped_;
+    }
     RecursionGuard(const RecursionGuard&) = delete;
     RecursionGuard& operator=(const RecursionGuard&) = delete;
 
@@ -69,19 +78,6 @@ public:
 
 private:
     bool was_set_;
-};
-
-// A native hook's recording: the tracer's own work, also when the hook runs inside a wrapped
-// allocator's call (recording a free pymalloc makes): nothing the recording calls is recorded.
-class RecordingGuard {
-public:
-    RecordingGuard() : was_wrapped_(t_in_wrapped_allocator) { t_in_wrapped_allocator = false; }
-    ~RecordingGuard() { t_in_wrapped_allocator = was_wrapped_; }
-    RecordingGuard(const RecordingGuard&) = delete;
-    RecordingGuard& operator=(const RecordingGuard&) = delete;
-
-private:
-    RecursionGuard guard_;
     bool was_wrapped_;
 };
 
